@@ -1,0 +1,21 @@
+#include "reference/error.hpp"
+
+namespace akv {
+
+const char* error_code_name(ErrorCode c) {
+  switch (c) {
+    case ErrorCode::kUnknownSpan: return "unknown_span";
+    case ErrorCode::kSpanEvicted: return "span_evicted";
+    case ErrorCode::kSpanNotAtTail: return "span_not_at_tail";
+    case ErrorCode::kDuplicateSpan: return "duplicate_span";
+    case ErrorCode::kContextOverflow: return "context_overflow";
+    case ErrorCode::kEmptyInput: return "empty_input";
+    case ErrorCode::kInvalidToken: return "invalid_token";
+    case ErrorCode::kEmptyCache: return "empty_cache";
+    case ErrorCode::kBadInput: return "bad_input";
+    case ErrorCode::kUnknownModel: return "unknown_model";
+  }
+  return "unknown";
+}
+
+}  // namespace akv

@@ -1,0 +1,35 @@
+// Typed errors of every akv operation (spec/operations.md O-ERR).
+// An operation that throws akv::Error leaves its object bitwise unchanged.
+#pragma once
+#include <stdexcept>
+#include <string>
+
+namespace akv {
+
+enum class ErrorCode {
+  kUnknownSpan,      // a span id that the session never held
+  kSpanEvicted,      // a span id that was already evicted
+  kSpanNotAtTail,    // append to an existing span that is not the last one
+  kDuplicateSpan,    // the same span named twice in one eviction request
+  kContextOverflow,  // the cache would exceed Config::max_ctx
+  kEmptyInput,       // no tokens to append / no spans to evict / empty conversation
+  kInvalidToken,     // token id outside [0, vocab)
+  kEmptyCache,       // next-token logits asked of an empty session
+  kBadInput,         // malformed conversation file, unknown role, index out of range
+  kUnknownModel,     // a model or backend name that does not exist
+};
+
+/// The name of an error code, as printed in messages and JSON ("unknown_span", ...).
+const char* error_code_name(ErrorCode c);
+
+/// The one exception type of akv. what() is a one-line message naming the problem.
+class Error : public std::runtime_error {
+ public:
+  Error(ErrorCode code, const std::string& msg) : std::runtime_error(msg), code_(code) {}
+  ErrorCode code() const { return code_; }
+
+ private:
+  ErrorCode code_;
+};
+
+}  // namespace akv

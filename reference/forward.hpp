@@ -1,0 +1,68 @@
+// The reference forward pass (spec/model.md M11): one token at a time through every layer,
+// as llama2.c's forward(). Written once over the scalar type T.
+#pragma once
+#include <algorithm>
+#include <limits>
+#include <vector>
+
+#include "reference/kv_cache.hpp"
+#include "reference/model.hpp"
+#include "reference/ops.hpp"
+
+namespace akv::ref {
+
+/// Scratch of one forward call. Contents between calls are meaningless; tests fill them
+/// with NaN (or garbage) to show no output depends on them (I1).
+template <class T>
+struct RunState {
+  std::vector<T> x, xb, xb2, q, k, v, hb, hb2, att;
+  explicit RunState(const Config& c)
+      : x(c.hidden), xb(c.hidden), xb2(c.hidden), q(c.q_dim()), k(c.kv_dim()), v(c.kv_dim()),
+        hb(c.ffn), hb2(c.ffn), att(c.max_ctx) {}
+  void fill(T value) {
+    for (auto* b : {&x, &xb, &xb2, &q, &k, &v, &hb, &hb2, &att}) std::fill(b->begin(), b->end(), value);
+  }
+};
+
+/// Runs `token` at position `pos` == cache.size(): appends its K/V to every layer of
+/// `cache` and writes its logits (vocab,) to `logits`. Preconditions (checked by the
+/// caller, the Session): 0 <= token < vocab, pos < max_ctx.
+template <class T>
+void forward_token(const ModelT<T>& m, KVCacheT<T>& cache, Token token, T* logits, RunState<T>& s) {
+  const Config& c = m.config;
+  const int d = c.hidden, hd = c.head_dim, kvd = c.kv_dim();
+  const int group = c.n_heads / c.n_kv_heads;
+  const int pos = static_cast<int>(cache.grow(1));
+  const float* cos = m.rope->cos_at(pos);
+  const float* sin = m.rope->sin_at(pos);
+
+  std::copy_n(m.weights.tok_emb.begin() + static_cast<size_t>(token) * d, d, s.x.begin());
+  for (int l = 0; l < c.n_layers; ++l) {
+    const LayerWeights<T>& w = m.weights.layers[l];
+    rmsnorm(s.xb.data(), s.x.data(), w.attn_norm.data(), d, c.rms_eps);
+    matmul(s.q.data(), s.xb.data(), w.wq.data(), d, c.q_dim());
+    matmul(s.k.data(), s.xb.data(), w.wk.data(), d, kvd);
+    matmul(s.v.data(), s.xb.data(), w.wv.data(), d, kvd);
+    rope(s.q.data(), c.n_heads, hd, cos, sin);
+    rope(s.k.data(), c.n_kv_heads, hd, cos, sin);
+    std::copy(s.k.begin(), s.k.end(), cache.k(l) + static_cast<size_t>(pos) * kvd);
+    std::copy(s.v.begin(), s.v.end(), cache.v(l) + static_cast<size_t>(pos) * kvd);
+    for (int h = 0; h < c.n_heads; ++h) {
+      const size_t kv_off = static_cast<size_t>(h / group) * hd;
+      attention_head(s.xb2.data() + static_cast<size_t>(h) * hd, s.q.data() + static_cast<size_t>(h) * hd,
+                     cache.k(l) + kv_off, cache.v(l) + kv_off, pos + 1, kvd, hd, s.att.data());
+    }
+    matmul(s.xb.data(), s.xb2.data(), w.wo.data(), c.q_dim(), d);
+    add_inplace(s.x.data(), s.xb.data(), d);
+    rmsnorm(s.xb.data(), s.x.data(), w.ffn_norm.data(), d, c.rms_eps);
+    matmul(s.hb.data(), s.xb.data(), w.w1.data(), d, c.ffn);
+    matmul(s.hb2.data(), s.xb.data(), w.w3.data(), d, c.ffn);
+    swiglu(s.hb.data(), s.hb.data(), s.hb2.data(), c.ffn);
+    matmul(s.xb.data(), s.hb.data(), w.w2.data(), c.ffn, d);
+    add_inplace(s.x.data(), s.xb.data(), d);
+  }
+  rmsnorm(s.xb.data(), s.x.data(), m.weights.final_norm.data(), d, c.rms_eps);
+  matmul(logits, s.xb.data(), m.weights.wcls.data(), d, c.vocab);
+}
+
+}  // namespace akv::ref

@@ -1,0 +1,98 @@
+// The reference ops, one small function each (spec/model.md M7-M12). Plain loops, every
+// reduction left to right from T(0): this order is the reference's arithmetic contract
+// (spec/arithmetic.md A2). Written once over the scalar type T (float, the MPFR oracle, ...).
+#pragma once
+#include <cstddef>
+
+#include "reference/scalar.hpp"
+
+namespace akv::ref {
+
+/// out (d,) = W (d, n) @ x (n,). M8. out must not alias x.
+template <class T>
+void matmul(T* out, const T* x, const T* W, int n, int d) {
+  for (int i = 0; i < d; ++i) {
+    const T* row = W + static_cast<size_t>(i) * n;
+    T acc = T(0);
+    for (int j = 0; j < n; ++j) acc = acc + row[j] * x[j];
+    out[i] = acc;
+  }
+}
+
+/// out (n,) = x / sqrt(mean(x^2) + eps) * w. M7 (Zhang & Sennrich, RMSNorm, 2019).
+template <class T>
+void rmsnorm(T* out, const T* x, const T* w, int n, float eps) {
+  T ss = T(0);
+  for (int j = 0; j < n; ++j) ss = ss + x[j] * x[j];
+  const T inv = T(1) / ScalarOps<T>::sqrt(ss / T(n) + T(eps));
+  for (int j = 0; j < n; ++j) out[j] = (x[j] * inv) * w[j];
+}
+
+/// Rotates each of `n_heads` heads of x (n_heads, head_dim) in place, rotate-half. M6.
+/// cos, sin: (head_dim/2,) rows of the one RopeTable at this token's position.
+template <class T>
+void rope(T* x, int n_heads, int head_dim, const float* cos, const float* sin) {
+  const int half = head_dim / 2;
+  for (int h = 0; h < n_heads; ++h) {
+    T* v = x + static_cast<size_t>(h) * head_dim;
+    for (int i = 0; i < half; ++i) {
+      const T x0 = v[i], x1 = v[i + half], c = T(cos[i]), s = T(sin[i]);
+      v[i] = x0 * c - x1 * s;
+      v[i + half] = x0 * s + x1 * c;
+    }
+  }
+}
+
+/// In-place softmax of x (n,), max-subtracted. M9. n >= 1.
+template <class T>
+void softmax(T* x, int n) {
+  T m = x[0];
+  for (int j = 1; j < n; ++j) m = ScalarOps<T>::max(m, x[j]);
+  T sum = T(0);
+  for (int j = 0; j < n; ++j) {
+    x[j] = ScalarOps<T>::exp(x[j] - m);
+    sum = sum + x[j];
+  }
+  for (int j = 0; j < n; ++j) x[j] = x[j] / sum;
+}
+
+/// One query head attending causally to keys/values [0, n_pos). M9.
+/// q, out: (head_dim,); k, v: the cache rows of one KV head, row p at p*stride.
+/// att: scratch (n_pos,).
+template <class T>
+void attention_head(T* out, const T* q, const T* k, const T* v, int n_pos, int stride,
+                    int head_dim, T* att) {
+  const T scale = T(1) / ScalarOps<T>::sqrt(T(head_dim));
+  for (int p = 0; p < n_pos; ++p) {
+    const T* kp = k + static_cast<size_t>(p) * stride;
+    T dot = T(0);
+    for (int i = 0; i < head_dim; ++i) dot = dot + q[i] * kp[i];
+    att[p] = dot * scale;
+  }
+  softmax(att, n_pos);
+  for (int i = 0; i < head_dim; ++i) out[i] = T(0);
+  for (int p = 0; p < n_pos; ++p) {
+    const T* vp = v + static_cast<size_t>(p) * stride;
+    for (int i = 0; i < head_dim; ++i) out[i] = out[i] + att[p] * vp[i];
+  }
+}
+
+/// SiLU(a) = a / (1 + exp(-a)). M10.
+template <class T>
+T silu(T a) {
+  return a / (T(1) + ScalarOps<T>::exp(-a));
+}
+
+/// out (n,) = silu(gate) * up, elementwise. M10 (Shazeer, GLU variants, 2020).
+template <class T>
+void swiglu(T* out, const T* gate, const T* up, int n) {
+  for (int j = 0; j < n; ++j) out[j] = silu(gate[j]) * up[j];
+}
+
+/// x (n,) += y (n,). The residual add of M11.
+template <class T>
+void add_inplace(T* x, const T* y, int n) {
+  for (int j = 0; j < n; ++j) x[j] = x[j] + y[j];
+}
+
+}  // namespace akv::ref

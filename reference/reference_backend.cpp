@@ -1,0 +1,49 @@
+#include <cstdlib>
+#include <limits>
+
+#include "reference/backend.hpp"
+#include "reference/forward.hpp"
+
+namespace akv {
+
+std::optional<float> default_scratch_poison() {
+#ifndef NDEBUG
+  return std::numeric_limits<float>::quiet_NaN();
+#else
+  if (std::getenv("AKV_POISON_SCRATCH")) return std::numeric_limits<float>::quiet_NaN();
+  return std::nullopt;
+#endif
+}
+
+namespace {
+
+class ReferenceBackend final : public Backend {
+ public:
+  explicit ReferenceBackend(std::shared_ptr<const Model> m)
+      : model_(std::move(m)), state_(model_->config), poison_(default_scratch_poison()) {}
+
+  std::string name() const override { return "reference"; }
+  const Model& model() const override { return *model_; }
+
+  void forward(KVCache& cache, std::span<const Token> tokens, std::span<float> logits) override {
+    if (poison_) state_.fill(*poison_);
+    const size_t vocab = static_cast<size_t>(model_->config.vocab);
+    for (size_t i = 0; i < tokens.size(); ++i)
+      ref::forward_token(*model_, cache, tokens[i], logits.data() + i * vocab, state_);
+  }
+
+  void set_scratch_poison(std::optional<float> value) override { poison_ = value; }
+
+ private:
+  std::shared_ptr<const Model> model_;
+  ref::RunState<float> state_;
+  std::optional<float> poison_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_reference_backend(std::shared_ptr<const Model> model) {
+  return std::make_unique<ReferenceBackend>(std::move(model));
+}
+
+}  // namespace akv

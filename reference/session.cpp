@@ -1,0 +1,124 @@
+#include "reference/session.hpp"
+
+#include <algorithm>
+#include <string>
+
+#include "reference/error.hpp"
+
+namespace akv {
+
+namespace {
+std::string span_name(SpanId id) { return "span " + std::to_string(id); }
+}  // namespace
+
+Session::Session(Backend& backend) : backend_(&backend), cache_(backend.model().config) {}
+
+void Session::check_tokens(std::span<const Token> tokens) const {
+  const Config& c = model().config;
+  if (tokens.empty()) throw Error(ErrorCode::kEmptyInput, "append: no tokens");
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    if (tokens[i] < 0 || tokens[i] >= c.vocab)
+      throw Error(ErrorCode::kInvalidToken, "append: token " + std::to_string(tokens[i]) + " at index " +
+                                                std::to_string(i) + " is outside [0, " + std::to_string(c.vocab) + ")");
+  }
+  if (cache_.size() + tokens.size() > static_cast<size_t>(c.max_ctx))
+    throw Error(ErrorCode::kContextOverflow, "append: " + std::to_string(cache_.size()) + " cached + " +
+                                                 std::to_string(tokens.size()) + " new tokens exceed the context of " +
+                                                 std::to_string(c.max_ctx));
+}
+
+std::vector<float> Session::run(std::span<const Token> tokens) {
+  const size_t vocab = static_cast<size_t>(model().config.vocab);
+  const size_t before = cache_.size();
+  std::vector<float> logits(tokens.size() * vocab);
+  try {
+    backend_->forward(cache_, tokens, logits);
+  } catch (...) {
+    cache_.truncate(before);  // a failed backend call leaves no partial entries
+    throw;
+  }
+  return logits;
+}
+
+std::vector<float> Session::append(SpanId id, std::span<const Token> tokens) {
+  check_tokens(tokens);
+  if (evicted_.count(id)) throw Error(ErrorCode::kSpanEvicted, "append: " + span_name(id) + " was evicted");
+  const bool extend = !spans_.empty() && spans_.back().id == id;
+  if (!extend && std::any_of(spans_.begin(), spans_.end(), [&](const SpanInfo& s) { return s.id == id; }))
+    throw Error(ErrorCode::kSpanNotAtTail, "append: " + span_name(id) + " is not the last span; only the last can grow");
+
+  const size_t start = cache_.size();
+  std::vector<float> logits = run(tokens);
+  const size_t vocab = static_cast<size_t>(model().config.vocab);
+  tokens_.insert(tokens_.end(), tokens.begin(), tokens.end());
+  entry_span_.insert(entry_span_.end(), tokens.size(), id);
+  if (extend) {
+    spans_.back().length += tokens.size();
+  } else {
+    spans_.push_back({id, start, tokens.size()});
+    span_last_logits_.emplace_back();
+  }
+  span_last_logits_.back().assign(logits.end() - static_cast<std::ptrdiff_t>(vocab), logits.end());
+  return logits;
+}
+
+EvictStats Session::evict(std::span<const SpanId> ids) {
+  if (ids.empty()) throw Error(ErrorCode::kEmptyInput, "evict: no spans named");
+  std::set<SpanId> doomed;
+  size_t first = spans_.size();  // index in spans_ of the first evicted span
+  for (SpanId id : ids) {
+    if (!doomed.insert(id).second) throw Error(ErrorCode::kDuplicateSpan, "evict: " + span_name(id) + " named twice");
+    if (evicted_.count(id)) throw Error(ErrorCode::kSpanEvicted, "evict: " + span_name(id) + " was already evicted");
+    auto it = std::find_if(spans_.begin(), spans_.end(), [&](const SpanInfo& s) { return s.id == id; });
+    if (it == spans_.end()) throw Error(ErrorCode::kUnknownSpan, "evict: " + span_name(id) + " is not in the session");
+    first = std::min(first, static_cast<size_t>(it - spans_.begin()));
+  }
+
+  EvictStats st;
+  st.truncated_at = spans_[first].start;
+  // Survivors after the cut, in cache order: their tokens, re-run at their new positions.
+  std::vector<SpanInfo> kept(spans_.begin(), spans_.begin() + static_cast<std::ptrdiff_t>(first));
+  std::vector<std::vector<float>> kept_logits(span_last_logits_.begin(),
+                                              span_last_logits_.begin() + static_cast<std::ptrdiff_t>(first));
+  std::vector<Token> x;
+  std::vector<SpanInfo> moved;
+  for (size_t i = first; i < spans_.size(); ++i) {
+    const SpanInfo& s = spans_[i];
+    if (doomed.count(s.id)) {
+      st.tokens_evicted += s.length;
+      continue;
+    }
+    moved.push_back({s.id, st.truncated_at + x.size(), s.length});
+    x.insert(x.end(), tokens_.begin() + static_cast<std::ptrdiff_t>(s.start),
+             tokens_.begin() + static_cast<std::ptrdiff_t>(s.start + s.length));
+  }
+  st.tokens_recomputed = x.size();
+
+  // From here on nothing can fail but allocation in the backend.
+  cache_.truncate(st.truncated_at);
+  tokens_.resize(st.truncated_at);
+  entry_span_.resize(st.truncated_at);
+  std::vector<float> logits;
+  if (!x.empty()) logits = run(x);
+  const size_t vocab = static_cast<size_t>(model().config.vocab);
+  for (const SpanInfo& s : moved) {
+    kept.push_back(s);
+    const auto row = logits.begin() + static_cast<std::ptrdiff_t>((s.start + s.length - 1 - st.truncated_at) * vocab);
+    kept_logits.emplace_back(row, row + static_cast<std::ptrdiff_t>(vocab));
+    tokens_.insert(tokens_.end(), x.begin() + static_cast<std::ptrdiff_t>(s.start - st.truncated_at),
+                   x.begin() + static_cast<std::ptrdiff_t>(s.start - st.truncated_at + s.length));
+    entry_span_.insert(entry_span_.end(), s.length, s.id);
+  }
+  spans_ = std::move(kept);
+  span_last_logits_ = std::move(kept_logits);
+  evicted_.insert(doomed.begin(), doomed.end());
+  recomputed_ += st.tokens_recomputed;
+  return st;
+}
+
+std::span<const float> Session::logits() const {
+  if (spans_.empty()) throw Error(ErrorCode::kEmptyCache, "logits: the session holds no tokens");
+  return span_last_logits_.back();
+}
+
+}  // namespace akv

@@ -1,0 +1,82 @@
+// The addressable cache: a KV cache plus its span table (spec/state.md S1-S4,
+// spec/operations.md O1-O4). Written once; any Backend computes for it.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <set>
+#include <span>
+#include <vector>
+
+#include "reference/backend.hpp"
+#include "reference/kv_cache.hpp"
+
+namespace akv {
+
+using SpanId = uint64_t;
+
+/// One live span: entries [start, start + length) of the cache (S2).
+struct SpanInfo {
+  SpanId id = 0;
+  size_t start = 0;
+  size_t length = 0;
+};
+
+/// What one eviction did (O3, E3, E4).
+struct EvictStats {
+  size_t truncated_at = 0;       // first position rewritten: the first evicted span's start
+  size_t tokens_evicted = 0;     // |S|, summed over the evicted spans
+  size_t tokens_recomputed = 0;  // |X|: survivors after truncated_at, re-run through all layers
+};
+
+class Session {
+ public:
+  /// A session over `backend` (not owned; must outlive the session), empty cache.
+  explicit Session(Backend& backend);
+
+  /// O2. Appends `tokens` (m >= 1) to span `id` at positions [size(), size() + m) and returns
+  /// their logits (m, vocab). `id` is new (a span opened at the tail) or the last live span
+  /// (extended: decode). Errors, session unchanged: kEmptyInput (m == 0), kInvalidToken,
+  /// kContextOverflow (size() + m > max_ctx), kSpanEvicted, kSpanNotAtTail.
+  std::vector<float> append(SpanId id, std::span<const Token> tokens);
+
+  /// O3. Evicts the spans `ids` at once: truncates the cache at the first one's start and
+  /// re-runs every surviving later token, with its span id, at its new position. Entries
+  /// before the first evicted span are not touched (E3); exactly |X| tokens are recomputed
+  /// (E4). Errors, session unchanged: kEmptyInput (no ids), kDuplicateSpan, kSpanEvicted,
+  /// kUnknownSpan.
+  EvictStats evict(std::span<const SpanId> ids);
+  EvictStats evict(SpanId id) { return evict(std::span<const SpanId>(&id, 1)); }
+
+  /// O4. Next-token logits (vocab,): the logits of the last cached token.
+  /// Error kEmptyCache when the cache is empty.
+  std::span<const float> logits() const;
+
+  const KVCache& cache() const { return cache_; }
+  const Model& model() const { return backend_->model(); }
+  size_t size() const { return cache_.size(); }
+  /// Token ids and span ids of the entries, (size(),) each (S1).
+  const std::vector<Token>& tokens() const { return tokens_; }
+  const std::vector<SpanId>& entry_spans() const { return entry_span_; }
+  /// Live spans in cache order (S2).
+  const std::vector<SpanInfo>& spans() const { return spans_; }
+  bool is_evicted(SpanId id) const { return evicted_.count(id) != 0; }
+  const std::set<SpanId>& evicted() const { return evicted_; }
+  /// Total tokens re-run by evictions over the session's life (E4).
+  uint64_t tokens_recomputed() const { return recomputed_; }
+
+ private:
+  void check_tokens(std::span<const Token> tokens) const;
+  // Runs tokens at the tail and records each span's last-token logits.
+  std::vector<float> run(std::span<const Token> tokens);
+
+  Backend* backend_;
+  KVCache cache_;
+  std::vector<Token> tokens_;
+  std::vector<SpanId> entry_span_;
+  std::vector<SpanInfo> spans_;
+  std::vector<std::vector<float>> span_last_logits_;  // parallel to spans_: (vocab,) each
+  std::set<SpanId> evicted_;
+  uint64_t recomputed_ = 0;
+};
+
+}  // namespace akv

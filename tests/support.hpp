@@ -1,0 +1,48 @@
+// Shared fixtures of the test suites: models, sessions built from spans, file paths.
+#pragma once
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "reference/backend.hpp"
+#include "reference/chat.hpp"
+#include "reference/model.hpp"
+#include "reference/session.hpp"
+
+namespace akv::test {
+
+inline std::string source_dir() { return AKV_SOURCE_DIR; }
+inline std::string example(const std::string& name) { return source_dir() + "/examples/conversations/" + name; }
+
+/// The tiny model with weight seed 1, built once per process.
+inline std::shared_ptr<const Model> tiny() {
+  static auto m = make_model(config_by_name("tiny"), 1);
+  return m;
+}
+
+/// The spans (one per message) of a bundled conversation.
+inline std::vector<std::vector<Token>> spans_of(const std::string& file) {
+  std::vector<std::vector<Token>> out;
+  for (const Message& m : load_conversation(example(file)).messages) out.push_back(encode_message(m));
+  return out;
+}
+
+/// Appends every span whose index is not in `skip`, span id = index.
+inline void build(Session& s, const std::vector<std::vector<Token>>& spans, const std::set<size_t>& skip = {}) {
+  for (size_t i = 0; i < spans.size(); ++i)
+    if (!skip.count(i)) s.append(i, spans[i]);
+}
+
+/// Deterministic token sequence of length n over the whole vocabulary.
+inline std::vector<Token> tokens(size_t n, uint32_t seed, int vocab) {
+  std::vector<Token> t(n);
+  uint32_t x = seed * 2654435761u + 1;
+  for (auto& v : t) {
+    x = x * 1664525u + 1013904223u;
+    v = static_cast<Token>((x >> 8) % static_cast<uint32_t>(vocab));
+  }
+  return t;
+}
+
+}  // namespace akv::test

@@ -1,0 +1,30 @@
+// SHA-256 digests of cache and logits bytes (OpenSSL EVP), the witness's evidence
+// (spec/operations.md O5).
+#pragma once
+#include <span>
+#include <string>
+
+#include "reference/kv_cache.hpp"
+#include "reference/session.hpp"
+
+namespace akv {
+
+/// Lower-case hex SHA-256 of `bytes`.
+std::string sha256_hex(std::span<const unsigned char> bytes);
+
+/// SHA-256 of the float32 bytes (little-endian, as in memory) of `v`.
+std::string sha256_floats(std::span<const float> v);
+
+/// SHA-256 of the cache's K/V bytes: for each layer in order, K rows [0, size()) then
+/// V rows [0, size()), each row kv_dim float32 (O5).
+std::string cache_sha256(const KVCache& cache);
+
+/// SHA-256 of the cache's first `n` entries only (the prefix of E3), same layout.
+std::string cache_prefix_sha256(const KVCache& cache, size_t n);
+
+/// SHA-256 of a session's whole observable state: cache bytes, token and span ids of every
+/// entry, the span table, the evicted set, the next-token logits and the recompute counter.
+/// Equal before and after a failed operation (O-ERR).
+std::string session_state_sha256(const Session& s);
+
+}  // namespace akv

@@ -1,0 +1,153 @@
+#include "verify/witness.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <fmt/format.h>
+#include <set>
+
+#include "reference/error.hpp"
+#include "reference/session.hpp"
+#include "verify/backends.hpp"
+#include "verify/compare.hpp"
+#include "verify/digest.hpp"
+
+namespace akv {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+}  // namespace
+
+WitnessReport run_witness(const Conversation& conv, const WitnessOptions& opt) {
+  if (conv.messages.empty()) throw Error(ErrorCode::kBadInput, "conversation: no messages");
+  std::vector<size_t> evict = opt.evict.empty() ? conv.poisoned : opt.evict;
+  if (evict.empty())
+    throw Error(ErrorCode::kBadInput, "nothing to evict: the conversation's \"poisoned\" list is missing or empty; name messages with --evict");
+  std::set<size_t> doomed;
+  for (size_t i : evict) {
+    if (i >= conv.messages.size())
+      throw Error(ErrorCode::kBadInput, fmt::format("--evict: message index {} out of range ({} messages)", i, conv.messages.size()));
+    if (!doomed.insert(i).second) throw Error(ErrorCode::kBadInput, fmt::format("--evict: message index {} repeated", i));
+  }
+  if (doomed.size() == conv.messages.size())
+    throw Error(ErrorCode::kBadInput, "--evict: evicting every message leaves nothing to compare");
+
+  std::vector<std::vector<Token>> spans;
+  size_t total = 0;
+  for (const Message& m : conv.messages) {
+    spans.push_back(encode_message(m));
+    total += spans.back().size();
+  }
+  const auto model = make_model(config_by_name(opt.model), opt.seed);
+  if (total > static_cast<size_t>(model->config.max_ctx))
+    throw Error(ErrorCode::kContextOverflow, fmt::format("conversation is {} tokens, more than model '{}' holds ({})", total,
+                                                         opt.model, model->config.max_ctx));
+  auto backend_p = make_backend(opt.backend, model);
+  auto backend_n = make_backend(opt.backend, model);
+
+  WitnessReport r;
+  r.model = opt.model;
+  r.backend = backend_p->name();
+  r.seed = opt.seed;
+  r.evicted.assign(doomed.begin(), doomed.end());
+  r.messages = conv.messages.size();
+
+  // The poisoned session, message by message: span id = message index.
+  Session poisoned(*backend_p);
+  auto t0 = Clock::now();
+  for (size_t i = 0; i < spans.size(); ++i) poisoned.append(i, spans[i]);
+  r.ms_build_poisoned = ms_since(t0);
+  r.tokens_poisoned = poisoned.size();
+  const std::vector<float> poison_logits(poisoned.logits().begin(), poisoned.logits().end());
+
+  std::vector<SpanId> ids(r.evicted.begin(), r.evicted.end());
+  const size_t first_start = std::min_element(poisoned.spans().begin(), poisoned.spans().end(),
+                                              [&](const SpanInfo& a, const SpanInfo& b) {
+                                                return (doomed.count(a.id) ? a.start : SIZE_MAX) <
+                                                       (doomed.count(b.id) ? b.start : SIZE_MAX);
+                                              })->start;
+  const std::string prefix_before = cache_prefix_sha256(poisoned.cache(), first_start);
+  t0 = Clock::now();
+  const EvictStats st = poisoned.evict(ids);
+  r.ms_evict = ms_since(t0);
+  r.truncated_at = st.truncated_at;
+  r.tokens_evicted = st.tokens_evicted;
+  r.tokens_recomputed = st.tokens_recomputed;
+  r.prefix_untouched = cache_prefix_sha256(poisoned.cache(), first_start) == prefix_before;
+
+  // The never-shown session.
+  Session never(*backend_n);
+  t0 = Clock::now();
+  for (size_t i = 0; i < spans.size(); ++i)
+    if (!doomed.count(i)) never.append(i, spans[i]);
+  r.ms_build_never = ms_since(t0);
+  r.tokens_never = never.size();
+
+  const Diff e = compare(poisoned.logits(), never.logits());
+  const Diff p = compare(poison_logits, never.logits());
+  r.logits_identical = e.bitwise_equal;
+  r.evict_vs_never_max_abs = e.max_abs;
+  r.poison_vs_never_max_abs = p.max_abs;
+  r.cache_sha256_evicted = cache_sha256(poisoned.cache());
+  r.cache_sha256_never = cache_sha256(never.cache());
+  r.caches_identical = r.cache_sha256_evicted == r.cache_sha256_never && poisoned.size() == never.size();
+  r.logits_sha256_evicted = sha256_floats(poisoned.logits());
+  r.logits_sha256_never = sha256_floats(never.logits());
+  r.logits_sha256_poisoned = sha256_floats(poison_logits);
+  return r;
+}
+
+nlohmann::json to_json(const WitnessReport& r) {
+  return {
+      {"model", r.model},
+      {"backend", r.backend},
+      {"seed", r.seed},
+      {"messages", r.messages},
+      {"evicted", r.evicted},
+      {"exact", r.exact()},
+      {"evict_vs_never_max_abs", r.evict_vs_never_max_abs},
+      {"poison_vs_never_max_abs", r.poison_vs_never_max_abs},
+      {"logits_identical", r.logits_identical},
+      {"caches_identical", r.caches_identical},
+      {"prefix_untouched", r.prefix_untouched},
+      {"cache_sha256_evicted", r.cache_sha256_evicted},
+      {"cache_sha256_never", r.cache_sha256_never},
+      {"logits_sha256_evicted", r.logits_sha256_evicted},
+      {"logits_sha256_never", r.logits_sha256_never},
+      {"logits_sha256_poisoned", r.logits_sha256_poisoned},
+      {"tokens_poisoned", r.tokens_poisoned},
+      {"tokens_never", r.tokens_never},
+      {"truncated_at", r.truncated_at},
+      {"tokens_evicted", r.tokens_evicted},
+      {"tokens_recomputed", r.tokens_recomputed},
+      {"tokens_full_rebuild", r.tokens_never},
+      {"ms_build_poisoned", r.ms_build_poisoned},
+      {"ms_evict", r.ms_evict},
+      {"ms_build_never", r.ms_build_never},
+  };
+}
+
+std::string to_text(const WitnessReport& r) {
+  std::string ev;
+  for (size_t i : r.evicted) ev += (ev.empty() ? "" : ",") + std::to_string(i);
+  std::string s;
+  s += fmt::format("model {} (seed {}), backend {}: {} messages, {} tokens; evicting message(s) {} ({} tokens)\n", r.model,
+                   r.seed, r.backend, r.messages, r.tokens_poisoned, ev, r.tokens_evicted);
+  s += fmt::format("  evict-vs-never  max|delta| = {:g}   {}\n", r.evict_vs_never_max_abs,
+                   r.exact() ? "(bitwise identical: caches and logits)" : "(NOT identical)");
+  s += fmt::format("  poison-vs-never max|delta| = {:g}   {}\n", r.poison_vs_never_max_abs,
+                   r.poison_vs_never_max_abs > 0 ? "(the span moved the logits)" : "(the span did not move the logits)");
+  s += fmt::format("  cache  sha256  evicted {}\n                 never   {}\n", r.cache_sha256_evicted, r.cache_sha256_never);
+  s += fmt::format("  logits sha256  evicted {}\n                 never   {}\n", r.logits_sha256_evicted, r.logits_sha256_never);
+  s += fmt::format("  prefix [0, {}) untouched: {}\n", r.truncated_at, r.prefix_untouched ? "yes" : "NO");
+  s += fmt::format("  recomputed {} tokens, a full rebuild takes {} ({:.1f}%)\n", r.tokens_recomputed, r.tokens_never,
+                   r.tokens_never ? 100.0 * r.tokens_recomputed / r.tokens_never : 0.0);
+  s += fmt::format("  time: build poisoned {:.1f} ms, evict {:.1f} ms, build never-shown {:.1f} ms\n", r.ms_build_poisoned,
+                   r.ms_evict, r.ms_build_never);
+  s += r.exact() ? "PASS: evict == never, bit for bit\n" : "FAIL: evict != never\n";
+  return s;
+}
+
+}  // namespace akv

@@ -1,0 +1,54 @@
+// The auditor's witness (spec/operations.md O5; DESIGN.md §6): build a conversation with its
+// poisoned spans, evict them, build it again without them, and compare bit for bit.
+#pragma once
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "reference/chat.hpp"
+
+namespace akv {
+
+struct WitnessOptions {
+  std::string model = "tiny";
+  uint64_t seed = 1;
+  std::string backend = "reference";
+  std::vector<size_t> evict;  // message indexes; empty: the conversation's "poisoned" list
+};
+
+struct WitnessReport {
+  std::string model, backend;
+  uint64_t seed = 0;
+  std::vector<size_t> evicted;  // message indexes, ascending
+  size_t messages = 0;
+  size_t tokens_poisoned = 0;   // cache size with every message
+  size_t tokens_never = 0;      // cache size without the evicted ones = a full rebuild's work
+  size_t truncated_at = 0;
+  size_t tokens_evicted = 0;
+  size_t tokens_recomputed = 0;
+  bool prefix_untouched = false;      // E3: bytes of [0, truncated_at) unchanged by evict
+  bool caches_identical = false;      // E1: K/V bytes evicted == never
+  bool logits_identical = false;      // E1: next-token logits evicted == never (memcmp)
+  float evict_vs_never_max_abs = 0;   // E1: must be 0
+  float poison_vs_never_max_abs = 0;  // E2: the control, > 0
+  std::string cache_sha256_evicted, cache_sha256_never;
+  std::string logits_sha256_evicted, logits_sha256_never, logits_sha256_poisoned;
+  double ms_build_poisoned = 0, ms_evict = 0, ms_build_never = 0;
+
+  /// Exit 0 condition: caches and next-token logits bitwise equal.
+  bool exact() const { return caches_identical && logits_identical; }
+};
+
+/// Runs the witness. Throws Error(kBadInput) when there is nothing to evict, an index is
+/// out of range or repeated, or every message would be evicted; kContextOverflow when the
+/// conversation does not fit the model's context; kUnknownModel for a bad model/backend.
+WitnessReport run_witness(const Conversation& conv, const WitnessOptions& opt);
+
+/// The report as one JSON object (keys as the fields above, plus "exact").
+nlohmann::json to_json(const WitnessReport& r);
+
+/// The report as a few human-readable lines.
+std::string to_text(const WitnessReport& r);
+
+}  // namespace akv
