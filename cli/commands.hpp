@@ -1,0 +1,17 @@
+// Each akv subcommand lives in its own file and registers itself here.
+#pragma once
+#include <CLI/CLI.hpp>
+#include <functional>
+
+namespace akv::cli {
+
+/// A registered subcommand: run() is called when it was parsed and returns the exit code
+/// (0 success, 1 check failed, 2 bad input). akv::Error thrown from run() becomes exit 2.
+struct Command {
+  CLI::App* app;
+  std::function<int()> run;
+};
+
+Command add_witness(CLI::App& app);
+
+}  // namespace akv::cli
