@@ -1,5 +1,7 @@
 // Shared fixtures of the test suites: models, sessions built from spans, file paths.
 #pragma once
+#include <limits>
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -32,6 +34,30 @@ inline std::vector<std::vector<Token>> spans_of(const std::string& file) {
 inline void build(Session& s, const std::vector<std::vector<Token>>& spans, const std::set<size_t>& skip = {}) {
   for (size_t i = 0; i < spans.size(); ++i)
     if (!skip.count(i)) s.append(i, spans[i]);
+}
+
+/// The reference backend over tiny, one per process (its scratch is NaN-poisoned in tests).
+inline Backend& tiny_reference() {
+  static auto be = [] {
+    auto b = make_reference_backend(tiny());
+    b->set_scratch_poison(std::numeric_limits<float>::quiet_NaN());
+    return b;
+  }();
+  return *be;
+}
+
+/// A session of `file` on tiny_reference() without the messages in `skip`, built once per
+/// process and returned by value, so a test can mutate its copy.
+inline Session built(const std::string& file, const std::set<size_t>& skip = {}) {
+  static std::map<std::pair<std::string, std::set<size_t>>, Session> memo;
+  auto key = std::make_pair(file, skip);
+  auto it = memo.find(key);
+  if (it == memo.end()) {
+    Session s(tiny_reference());
+    build(s, spans_of(file), skip);
+    it = memo.emplace(key, std::move(s)).first;
+  }
+  return it->second;
 }
 
 /// Deterministic token sequence of length n over the whole vocabulary.

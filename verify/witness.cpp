@@ -21,6 +21,10 @@ double ms_since(Clock::time_point t0) {
 }  // namespace
 
 WitnessReport run_witness(const Conversation& conv, const WitnessOptions& opt) {
+  return run_witness(conv, opt, [&](std::shared_ptr<const Model> m) { return make_backend(opt.backend, std::move(m)); });
+}
+
+WitnessReport run_witness(const Conversation& conv, const WitnessOptions& opt, const BackendFactory& make) {
   if (conv.messages.empty()) throw Error(ErrorCode::kBadInput, "conversation: no messages");
   std::vector<size_t> evict = opt.evict.empty() ? conv.poisoned : opt.evict;
   if (evict.empty())
@@ -44,8 +48,8 @@ WitnessReport run_witness(const Conversation& conv, const WitnessOptions& opt) {
   if (total > static_cast<size_t>(model->config.max_ctx))
     throw Error(ErrorCode::kContextOverflow, fmt::format("conversation is {} tokens, more than model '{}' holds ({})", total,
                                                          opt.model, model->config.max_ctx));
-  auto backend_p = make_backend(opt.backend, model);
-  auto backend_n = make_backend(opt.backend, model);
+  auto backend_p = make(model);
+  auto backend_n = make(model);
 
   WitnessReport r;
   r.model = opt.model;

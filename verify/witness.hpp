@@ -2,10 +2,13 @@
 // poisoned spans, evict them, build it again without them, and compare bit for bit.
 #pragma once
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "reference/backend.hpp"
 #include "reference/chat.hpp"
 
 namespace akv {
@@ -44,6 +47,13 @@ struct WitnessReport {
 /// out of range or repeated, or every message would be evicted; kContextOverflow when the
 /// conversation does not fit the model's context; kUnknownModel for a bad model/backend.
 WitnessReport run_witness(const Conversation& conv, const WitnessOptions& opt);
+
+/// Makes a backend over a model; the witness makes two (poisoned and never-shown sessions).
+using BackendFactory = std::function<std::unique_ptr<Backend>(std::shared_ptr<const Model>)>;
+
+/// The same with the backends made by `make` (opt.backend is then only a label): how tests
+/// show that the witness catches a backend that breaks I1.
+WitnessReport run_witness(const Conversation& conv, const WitnessOptions& opt, const BackendFactory& make);
 
 /// The report as one JSON object (keys as the fields above, plus "exact").
 nlohmann::json to_json(const WitnessReport& r);

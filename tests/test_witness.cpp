@@ -1,0 +1,148 @@
+// The witness, through the library and the `akv` binary (spec/operations.md O5).
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sys/wait.h>
+
+#include "reference/error.hpp"
+#include "support.hpp"
+#include "verify/witness.hpp"
+
+using namespace akv;
+
+namespace {
+
+struct Cli {
+  int code;
+  std::string out;  // stdout and stderr together
+};
+
+Cli akv_cli(const std::string& args) {
+  const std::string cmd = std::string(AKV_CLI) + " " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  std::string out;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
+  const int st = pclose(p);
+  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
+}
+
+std::string temp_file(const std::string& name, const std::string& text) {
+  const std::string path = ::testing::TempDir() + "akv_" + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+// A backend that breaks I1: a call of several tokens nudges the first token's layer-0 key
+// by one ulp, so its bits depend on how tokens were grouped into calls.
+class ChunkSensitive final : public Backend {
+ public:
+  explicit ChunkSensitive(std::shared_ptr<const Model> m) : inner_(make_reference_backend(std::move(m))) {}
+  std::string name() const override { return "chunk-sensitive"; }
+  const Model& model() const override { return inner_->model(); }
+  void set_scratch_poison(std::optional<float> v) override { inner_->set_scratch_poison(v); }
+  void forward(KVCache& c, std::span<const Token> t, std::span<float> l) override {
+    const size_t first = c.size();
+    inner_->forward(c, t, l);
+    if (t.size() > 1) c.k(0)[first * c.kv_dim()] = std::nextafter(c.k(0)[first * c.kv_dim()], INFINITY);
+  }
+
+ private:
+  std::unique_ptr<Backend> inner_;
+};
+
+}  // namespace
+
+class O5_WitnessPoisoned : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(O5_WitnessPoisoned, EvictPoisonedIsExactAndTheControlMoves) {
+  const Cli r = akv_cli("witness " + test::example(GetParam()) + " --evict-poisoned --json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["evict_vs_never_max_abs"].get<double>(), 0.0);
+  EXPECT_GT(j["poison_vs_never_max_abs"].get<double>(), 0.0);
+  EXPECT_TRUE(j["exact"].get<bool>());
+  EXPECT_TRUE(j["prefix_untouched"].get<bool>());
+  EXPECT_EQ(j["cache_sha256_evicted"], j["cache_sha256_never"]);
+  EXPECT_EQ(j["logits_sha256_evicted"], j["logits_sha256_never"]);
+  EXPECT_NE(j["logits_sha256_poisoned"], j["logits_sha256_never"]);
+  EXPECT_EQ(j["tokens_never"].get<size_t>(), j["truncated_at"].get<size_t>() + j["tokens_recomputed"].get<size_t>());
+}
+
+// Every bundled (= shared) conversation that has a "poisoned" list.
+INSTANTIATE_TEST_SUITE_P(Bundled, O5_WitnessPoisoned,
+                         ::testing::Values("ad01_banking_ut0_gpt4omini.json", "ad02_slack_ut16_claude35.json",
+                                           "ad03_travel_ut2_claude35.json", "ad05_workspace_ut29_claude35.json",
+                                           "ad06_banking_ut3_llama3_70b.json", "ad08_slack_ut19_claude35.json",
+                                           "ad09_workspace_ut15_claude35.json", "ia01_dh_base_gmail_read_email.json",
+                                           "ia02_dh_enhanced_evernote_search.json",
+                                           "ja01_banking_bill_important_instructions.json"),
+                         [](const auto& i) {
+                           std::string n = i.param.substr(0, i.param.find('.'));
+                           for (char& ch : n)
+                             if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
+                           return n;
+                         });
+
+TEST(O5_Witness, CleanConversationWithExplicitSpansAndTextOutput) {
+  const Cli r = akv_cli("witness " + test::example("ja03_clean_banking_march_spending.json") + " --evict 1,2");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("evict-vs-never  max|delta| = 0 "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("PASS"), std::string::npos) << r.out;
+}
+
+TEST(O5_Witness, SmallModelAndSeed) {
+  const Cli r = akv_cli("witness " + test::example("ja01_banking_bill_important_instructions.json") +
+                        " --evict 1 --model small --seed 7 --json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["model"], "small");
+  EXPECT_EQ(j["seed"], 7);
+  EXPECT_GT(j["tokens_recomputed"].get<size_t>(), 0u);
+  EXPECT_GT(j["poison_vs_never_max_abs"].get<double>(), 0.0);
+}
+
+TEST(O5_Witness, CatchesABackendThatBreaksInvariance) {
+  // The witness's own control: a backend whose bits depend on chunking must fail it.
+  const Conversation c = load_conversation(test::example("ad01_banking_ut0_gpt4omini.json"));
+  const WitnessReport r = run_witness(c, WitnessOptions{}, [](std::shared_ptr<const Model> m) {
+    return std::make_unique<ChunkSensitive>(std::move(m));
+  });
+  EXPECT_FALSE(r.exact());
+  EXPECT_FALSE(r.caches_identical);
+  EXPECT_TRUE(r.prefix_untouched);
+}
+
+TEST(O5_Witness, BadInputExitsTwoWithAOneLineMessage) {
+  const std::string long_text(17000, 'a');
+  const struct {
+    std::string args, needle;
+  } cases[] = {
+      {temp_file("malformed.json", "{\"messages\": [") + " --evict 0", "malformed JSON"},
+      {temp_file("role.json", R"({"messages": [{"role": "robot", "content": "x"}, {"role": "user", "content": "y"}]})") + " --evict 0",
+       "unknown role 'robot'"},
+      {test::example("ad01_banking_ut0_gpt4omini.json") + " --evict 9", "out of range"},
+      {temp_file("empty.json", R"({"messages": []})") + " --evict 0", "empty"},
+      {temp_file("long.json", R"({"messages": [{"role": "user", "content": "a"}, {"role": "user", "content": ")" + long_text + "\"}]}") +
+           " --evict 0",
+       "more than model"},
+      {test::example("ad10_clean_banking_ut2_claude35.json"), "nothing to evict"},
+      {test::example("ad01_banking_ut0_gpt4omini.json") + " --model huge", "unknown model 'huge'"},
+      {test::example("ad01_banking_ut0_gpt4omini.json") + " --backend gpu9", "unknown backend 'gpu9'"},
+      {test::example("ja01_banking_bill_important_instructions.json") + " --evict 0,1,2", "every message"},
+      {test::example("ja01_banking_bill_important_instructions.json") + " --evict 1,1", "repeated"},
+      {"/nonexistent/conv.json --evict 0", "cannot read"},
+      {test::example("ad01_banking_ut0_gpt4omini.json") + " --evict 1 --evict-poisoned", "excludes"},
+  };
+  for (const auto& c : cases) {
+    const Cli r = akv_cli("witness " + c.args);
+    EXPECT_EQ(r.code, 2) << c.args << "\n" << r.out;
+    EXPECT_NE(r.out.find(c.needle), std::string::npos) << c.args << "\n" << r.out;
+    EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
+  }
+}
