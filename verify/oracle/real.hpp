@@ -9,7 +9,7 @@
 
 namespace akv::oracle {
 
-/// 80 decimal digits: Boost gives 266 bits of precision (checked by B12_Oracle).
+/// 80 decimal digits: Boost gives 267 bits of precision (checked by B12_Oracle).
 using Real = boost::multiprecision::number<
     boost::multiprecision::mpfr_float_backend<80, boost::multiprecision::allocate_stack>,
     boost::multiprecision::et_off>;
