@@ -1,0 +1,181 @@
+// spec/bounds.md B1-B10: each per-op bound against the exact value (GMP for dot products,
+// the MPFR oracle through the same op template otherwise), on random and adversarial inputs,
+// for the reference order and for a second order (B10).
+#include <gtest/gtest.h>
+#include <rapidcheck/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "bounds_support.hpp"
+#include "reference/ops.hpp"
+#include "reference/rope.hpp"
+#include "verify/bounds/op_bounds.hpp"
+#include "verify/oracle/exact_sum.hpp"
+#include "verify/oracle/real.hpp"
+
+using namespace akv;
+using namespace akv::bounds;
+using akv::oracle::Real;
+using akv::test::Family;
+
+namespace {
+// The MPFR oracle's own error is below 2^-200 of the bound it is compared with (B12).
+bool within(double err, double bound) { return err <= bound * (1 + 0x1p-200); }
+std::vector<Real> to_real(const std::vector<float>& v) { return {v.begin(), v.end()}; }
+}  // namespace
+
+RC_GTEST_PROP(B1_DotBound, ReferenceOrderWithinBound, ()) {
+  const Family f = *test::gen_family();
+  const int n = *rc::gen::inRange(1, 300);
+  const auto x = test::gen_values(f, n), y = test::gen_values(f, n);
+  float out;
+  ref::matmul(&out, x.data(), y.data(), n, 1);
+  RC_ASSERT(oracle::dot_abs_err_up(out, x, y) <= dot_bound(x, y));
+}
+
+TEST(B1_DotBound, LongReductionsWithinBound) {
+  for (int n : {1000, 4096, 16384}) {
+    std::vector<float> x(n), y(n);
+    for (int i = 0; i < n; ++i) {  // all-positive products: errors cannot cancel
+      x[i] = 1.0f + static_cast<float>(i % 97) / 97.0f;
+      y[i] = 0.1f + static_cast<float>(i % 89) / 890.0f;
+    }
+    float out;
+    ref::matmul(&out, x.data(), y.data(), n, 1);
+    const double err = oracle::dot_abs_err_up(out, x, y);
+    EXPECT_GT(err, 0.0) << n;  // the case exercises rounding
+    EXPECT_LE(err, dot_bound(x, y)) << n;
+  }
+}
+
+RC_GTEST_PROP(B2_RMSNormBound, WithinBound, ()) {
+  const Family f = *test::gen_family();
+  const int n = *rc::gen::inRange(1, 300);
+  const auto x = test::gen_values(f, n), w = test::gen_values(Family::kPlain, n);
+  const float eps = *rc::gen::element(1e-5f, 1e-6f, 0.0f);
+  std::vector<float> y(n);
+  ref::rmsnorm(y.data(), x.data(), w.data(), n, eps);
+  std::vector<Real> xr = to_real(x), wr = to_real(w), yr(n);
+  ref::rmsnorm(yr.data(), xr.data(), wr.data(), n, eps);
+  const auto b = rmsnorm_bounds(x, w, eps);
+  for (int j = 0; j < n; ++j) RC_ASSERT(within(oracle::abs_err_up(y[j], yr[j]), b[j]));
+}
+
+RC_GTEST_PROP(B3_RopeBound, WithinBound, ()) {
+  static const RopeTable t = make_rope_table(32, 10000.0f, 4096);
+  const Family f = *test::gen_family();
+  const int pos = *rc::gen::inRange(0, 4096);
+  const auto x = test::gen_values(f, 32);
+  std::vector<float> y = x;
+  ref::rope(y.data(), 1, 32, t.cos_at(pos), t.sin_at(pos));
+  std::vector<Real> yr = to_real(x);
+  ref::rope(yr.data(), 1, 32, t.cos_at(pos), t.sin_at(pos));
+  const auto b = rope_bounds(x, t.cos_at(pos), t.sin_at(pos));
+  for (int j = 0; j < 32; ++j) RC_ASSERT(within(oracle::abs_err_up(y[j], yr[j]), b[j]));
+}
+
+RC_GTEST_PROP(B4_ScoreBound, WithinBound, ()) {
+  const Family f = *test::gen_family();
+  const int d = *rc::gen::element(8, 32, 64, 128);
+  const auto q = test::gen_values(f, d), k = test::gen_values(f, d);
+  // The reference's score: dot, then times fl(1 / fl(sqrt(d))) (ref::attention_head).
+  float dot = 0;
+  for (int i = 0; i < d; ++i) dot = dot + q[i] * k[i];
+  const float s = dot * (1.0f / std::sqrt(static_cast<float>(d)));
+  Real e = 0;
+  for (int i = 0; i < d; ++i) e += Real(q[i]) * Real(k[i]);
+  e /= boost::multiprecision::sqrt(Real(d));
+  RC_ASSERT(within(oracle::abs_err_up(s, e), score_bound(q, k)));
+}
+
+RC_GTEST_PROP(B5_ShiftedExpBound, WithinBound, ()) {
+  const int n = *rc::gen::inRange(1, 200);
+  const float scale = *rc::gen::element(1.0f, 10.0f, 60.0f);
+  auto s = test::gen_values(Family::kPlain, n);
+  for (auto& v : s) v *= scale;
+  float m = s[0];
+  for (float v : s) m = std::max(m, v);
+  const auto b = shifted_exp_bounds(s);
+  for (int j = 0; j < n; ++j) {
+    const float e = akv::exp(s[j] - m);
+    const Real ex = boost::multiprecision::exp(Real(s[j]) - Real(m));
+    RC_ASSERT(within(oracle::abs_err_up(e, ex), b[j]));
+  }
+}
+
+RC_GTEST_PROP(B6_NormaliseBound, WithinBound, ()) {
+  const int n = *rc::gen::inRange(1, 500);
+  auto e = test::gen_values(Family::kPlain, n);
+  for (auto& v : e) v = std::fabs(v) + 0x1p-20f;
+  float sum = 0;
+  for (float v : e) sum = sum + v;
+  Real sr = 0;
+  for (float v : e) sr += Real(v);
+  const auto b = normalise_bounds(e);
+  for (int j = 0; j < n; ++j) RC_ASSERT(within(oracle::abs_err_up(e[j] / sum, Real(e[j]) / sr), b[j]));
+}
+
+RC_GTEST_PROP(B6_NormaliseBound, WholeSoftmaxWithinComposedBound, ()) {
+  const int n = *rc::gen::inRange(1, 300);
+  const float scale = *rc::gen::element(1.0f, 8.0f, 40.0f);
+  auto s = test::gen_values(Family::kPlain, n);
+  for (auto& v : s) v *= scale;
+  std::vector<float> p = s;
+  ref::softmax(p.data(), n);
+  std::vector<Real> pr = to_real(s);
+  ref::softmax(pr.data(), n);
+  const auto b = softmax_bounds(s);
+  for (int j = 0; j < n; ++j) RC_ASSERT(within(oracle::abs_err_up(p[j], pr[j]), b[j]));
+}
+
+RC_GTEST_PROP(B7_WeightedSumBound, WithinBound, ()) {
+  const int n = *rc::gen::inRange(1, 400), stride = 3;
+  auto a = test::gen_values(Family::kPlain, n);
+  for (auto& v : a) v = std::fabs(v) / static_cast<float>(n);
+  const auto v = test::gen_values(*test::gen_family(), n * stride);
+  // The reference's accumulation of one output column (ref::attention_head).
+  float out = 0;
+  for (int p = 0; p < n; ++p) out = out + a[p] * v[static_cast<size_t>(p) * stride];
+  RC_ASSERT(oracle::dot_abs_err_up(out, a.data(), 1, v.data(), stride, n) <= weighted_sum_bound(a.data(), v.data(), n, stride));
+}
+
+RC_GTEST_PROP(B8_SwigluBound, WithinBound, ()) {
+  const Family f = *test::gen_family();
+  const int n = 64;
+  auto g = test::gen_values(f, n);
+  const float gs = *rc::gen::element(1.0f, 20.0f, 100.0f);  // 100: exp(-g) overflows for g < -88.7
+  for (auto& v : g) v *= gs;
+  const auto u = test::gen_values(Family::kPlain, n);
+  std::vector<float> y(n);
+  ref::swiglu(y.data(), g.data(), u.data(), n);
+  std::vector<Real> gr = to_real(g), ur = to_real(u), yr(n);
+  ref::swiglu(yr.data(), gr.data(), ur.data(), n);
+  for (int j = 0; j < n; ++j) RC_ASSERT(within(oracle::abs_err_up(y[j], yr[j]), swiglu_bound(g[j], u[j])));
+}
+
+RC_GTEST_PROP(B9_LogitsBound, WithinBound, ()) {
+  const int n = *rc::gen::element(16, 32, 64), vocab = 24;
+  const auto x = test::gen_values(*test::gen_family(), n), wn = test::gen_values(Family::kPlain, n);
+  const auto W = test::gen_values(Family::kPlain, n * vocab);
+  std::vector<float> y(n), l(vocab);
+  ref::rmsnorm(y.data(), x.data(), wn.data(), n, 1e-5f);
+  ref::matmul(l.data(), y.data(), W.data(), n, vocab);
+  std::vector<Real> xr = to_real(x), wr = to_real(wn), Wr = to_real(W), yr(n), lr(vocab);
+  ref::rmsnorm(yr.data(), xr.data(), wr.data(), n, 1e-5f);
+  ref::matmul(lr.data(), yr.data(), Wr.data(), n, vocab);
+  const auto b = logits_bounds(x, wn, 1e-5f, W, vocab);
+  for (int i = 0; i < vocab; ++i) RC_ASSERT(within(oracle::abs_err_up(l[i], lr[i]), b[i]));
+}
+
+RC_GTEST_PROP(B10_CrossBackend, SecondOrderWithinBoundAndTwiceBoundOfReference, ()) {
+  const Family f = *test::gen_family();
+  const int n = *rc::gen::inRange(1, 300);
+  const auto x = test::gen_values(f, n), y = test::gen_values(f, n);
+  float ref_out;
+  ref::matmul(&ref_out, x.data(), y.data(), n, 1);
+  const float alt = test::dot_pairwise_fma(x.data(), 1, y.data(), 1, n);
+  const double b = dot_bound(x, y);
+  RC_ASSERT(oracle::dot_abs_err_up(alt, x, y) <= b);
+  RC_ASSERT(std::fabs(static_cast<double>(ref_out) - static_cast<double>(alt)) <= 2 * b);
+}

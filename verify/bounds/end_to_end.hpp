@@ -1,0 +1,50 @@
+// The end-to-end check behind `akv bounds` (spec/bounds.md B11): one token sequence through
+// the float reference, the enclosure and the MPFR oracle; per logit, the observed error and
+// the proven bound.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "reference/model.hpp"
+
+namespace akv::bounds {
+
+struct LogitBound {
+  float value = 0;   // the float reference's logit
+  double exact = 0;  // the MPFR oracle's, rounded to double
+  double error = 0;  // |value - exact|, rounded up
+  double bound = 0;  // the enclosure's proven bound on |value - exact|
+};
+
+struct BoundsReport {
+  std::string model;
+  uint64_t seed = 0;
+  size_t tokens = 0;
+  long oracle_bits = 0;
+  std::vector<LogitBound> logits;  // (vocab,), the next-token logits after every token
+  bool enclosure_bitwise = false;  // the enclosure's values are the float reference's bits
+  size_t violations = 0;           // logits with error > bound (1 + 2^-200) (B12's slack)
+  size_t exact_logits = 0;         // logits with error 0 (no ratio)
+  double max_error = 0, max_bound = 0;
+  double min_ratio = 0, median_ratio = 0, max_ratio = 0;  // bound / error over error > 0
+  double ms_float = 0, ms_enclosure = 0, ms_oracle = 0;
+
+  /// Exit-0 condition of `akv bounds`: every logit within its bound, values bitwise equal.
+  bool sound() const { return violations == 0 && enclosure_bitwise; }
+};
+
+/// Runs `tokens` (n >= 1, each in [0, vocab), n <= max_ctx) through the three scalar types.
+/// Throws Error(kEmptyInput / kInvalidToken / kContextOverflow) on bad input.
+BoundsReport run_bounds(const std::shared_ptr<const Model>& model, uint64_t seed, std::span<const Token> tokens);
+
+/// The report as JSON: summary keys and "logits": [{index, value, exact, error, bound, ratio}].
+nlohmann::json to_json(const BoundsReport& r);
+
+/// One line per logit and a summary line.
+std::string to_text(const BoundsReport& r);
+
+}  // namespace akv::bounds

@@ -1,0 +1,174 @@
+// The formulas of spec/bounds.md B1-B9, each evaluated with outward rounding.
+#include "verify/bounds/op_bounds.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "reference/ops.hpp"
+#include "verify/bounds/exp_error.hpp"
+#include "verify/bounds/rigorous.hpp"
+
+namespace akv::bounds {
+
+namespace {
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// |a b| of two floats: exact in double (48 significant bits, exponent >= -298).
+double abs_prod(float a, float b) { return std::fabs(static_cast<double>(a) * static_cast<double>(b)); }
+
+// Underflow term of n rounded products (or FMAs), each carried through <= n roundings.
+double underflow(int n) { return mul_up(add_up(1.0, gamma(n)), mul_up(n, kEta)); }
+
+// gamma_n S + underflow(n): the B1 formula given S = sum |x_i y_i| (an upper bound).
+double dot_formula(double sum_abs, int n) { return add_up(mul_up(gamma(n), sum_abs), underflow(n)); }
+
+// (1+a)/(1-b) - 1, rounded up, a, b >= 0, b < 1.
+double ratio_minus_one(double a, double b) {
+  if (b >= 1) return kInf;
+  return sub_up(div_up(add_up(1.0, a), sub_dn(1.0, b)), 1.0);
+}
+}  // namespace
+
+double dot_bound(const float* x, int sx, const float* y, int sy, int n) {
+  double s = 0;
+  for (int i = 0; i < n; ++i) s = add_up(s, abs_prod(x[static_cast<size_t>(i) * sx], y[static_cast<size_t>(i) * sy]));
+  return dot_formula(s, n);
+}
+
+std::vector<double> rmsnorm_bounds(std::span<const float> x, std::span<const float> w, float eps) {
+  const int n = static_cast<int>(x.size());
+  // m = sum x^2 / n + eps >= m_lo.
+  double ss_lo = 0;
+  for (float v : x) ss_lo = add_dn(ss_lo, abs_prod(v, v));
+  const double m_lo = add_dn(div_dn(ss_lo, n), eps);
+  std::vector<double> out(x.size(), kInf);
+  if (!(m_lo > 0)) return out;
+  // Relative error of the rounded m: gamma_{n+2} + 2^-148 / m (underflow of the sum and of ÷n).
+  const double eps_m = add_up(gamma(n + 2), div_up(0x1p-148, m_lo));
+  if (eps_m >= 1) return out;
+  // r = 1/sqrt(m): one sqrt, one division: |r^ / r - 1| <= (1+u) / ((1-u) sqrt(1 - eps_m)) - 1.
+  const double eps_r = sub_up(div_up(1.0 + kU, mul_dn(1.0 - kU, sqrt_dn(sub_dn(1.0, eps_m)))), 1.0);
+  // y = x r w with two more roundings, in either association.
+  const double rel = sub_up(mul_up(add_up(1.0, eps_r), mul_up(1.0 + kU, 1.0 + kU)), 1.0);
+  const double r_hi = div_up(1.0, sqrt_dn(m_lo));
+  for (int j = 0; j < n; ++j) {
+    const double mag = mul_up(abs_prod(x[j], w[j]), r_hi);
+    const double uf = mul_up(kEta, add_up(mul_up(1.0 + kU, std::max(std::fabs(x[j]), std::fabs(w[j]))), 1.0));
+    out[j] = add_up(mul_up(rel, mag), uf);
+  }
+  return out;
+}
+
+std::vector<double> rope_bounds(std::span<const float> x, const float* cos, const float* sin) {
+  const int half = static_cast<int>(x.size()) / 2;
+  std::vector<double> out(x.size());
+  for (int i = 0; i < half; ++i) {
+    const float x0 = x[i], x1 = x[i + half];
+    // x0 c - x1 s and x0 s + x1 c: dot products of length 2.
+    out[i] = dot_formula(add_up(abs_prod(x0, cos[i]), abs_prod(x1, sin[i])), 2);
+    out[i + half] = dot_formula(add_up(abs_prod(x0, sin[i]), abs_prod(x1, cos[i])), 2);
+  }
+  return out;
+}
+
+double score_bound(std::span<const float> q, std::span<const float> k) {
+  const int d = static_cast<int>(q.size());
+  double s = 0;
+  for (int i = 0; i < d; ++i) s = add_up(s, abs_prod(q[i], k[i]));
+  // gamma_{d+3} |q||k| / sqrt(d): the dot's d roundings, and <= 3 on the scale's path.
+  const double rel = mul_up(gamma(d + 3), div_up(s, sqrt_dn(d)));
+  const double uf = mul_up(add_up(1.0, gamma(d + 3)), mul_up(2 * d + 1, kEta));
+  return add_up(rel, uf);
+}
+
+std::vector<double> shifted_exp_bounds(std::span<const float> s) {
+  float m = s[0];
+  for (float v : s) m = std::max(m, v);
+  std::vector<double> out(s.size());
+  for (size_t j = 0; j < s.size(); ++j) {
+    // t = s_j - m <= 0 is rounded once: |t^ - t| <= u |t|; then akv::exp (B0).
+    const double at = up(static_cast<double>(m) - static_cast<double>(s[j]));  // >= |t|
+    const double et = exp_up(-down(static_cast<double>(m) - static_cast<double>(s[j])) );  // >= e^t
+    const double grow = exp_up(mul_up(kU, at));                                            // >= e^{u|t|}
+    // e^t (e^{u|t|} - 1) + kExpRel e^t e^{u|t|} + kExpAbs
+    const double a = mul_up(et, sub_up(grow, 1.0));
+    const double b = mul_up(kExpRel, mul_up(et, grow));
+    out[j] = add_up(add_up(a, b), kExpAbs);
+  }
+  return out;
+}
+
+std::vector<double> normalise_bounds(std::span<const float> e) {
+  const int n = static_cast<int>(e.size());
+  double s_lo = 0;
+  for (float v : e) s_lo = add_dn(s_lo, v);
+  std::vector<double> out(e.size(), kInf);
+  if (!(s_lo > 0)) return out;
+  // p^ = e_j / S^ (1 + delta) or e_j * fl(1/S^): |p^ - p| <= p ((1+u)^2 / (1 - gamma_{n-1}) - 1) + 2^-150.
+  const double rel = ratio_minus_one(rel_k(2), gamma(n - 1));
+  for (int j = 0; j < n; ++j) out[j] = add_up(mul_up(rel, div_up(e[j], s_lo)), kEta);
+  return out;
+}
+
+std::vector<double> softmax_bounds(std::span<const float> s) {
+  // e^_j within E_j of e_j (B5); then |e^_j/A - e_j/B| <= E_j/A + (e^_j + E_j)/(A - sum E) * sum E / A,
+  // A = sum e^ (exact), B = sum e; plus the normalisation's own rounding (B6).
+  std::vector<float> e(s.begin(), s.end());
+  float m = s[0];
+  for (float v : s) m = std::max(m, v);
+  for (size_t j = 0; j < s.size(); ++j) e[j] = akv::exp(s[j] - m);
+  const std::vector<double> E = shifted_exp_bounds(s);
+  const std::vector<double> N = normalise_bounds(e);
+  double a_lo = 0, sum_e = 0;
+  for (size_t j = 0; j < e.size(); ++j) {
+    a_lo = add_dn(a_lo, e[j]);
+    sum_e = add_up(sum_e, E[j]);
+  }
+  std::vector<double> out(s.size(), kInf);
+  const double b_lo = sub_dn(a_lo, sum_e);
+  if (!(b_lo > 0)) return out;
+  for (size_t j = 0; j < s.size(); ++j) {
+    const double t1 = div_up(E[j], a_lo);
+    const double t2 = mul_up(div_up(add_up(e[j], E[j]), b_lo), div_up(sum_e, a_lo));
+    out[j] = add_up(add_up(t1, t2), N[j]);
+  }
+  return out;
+}
+
+double swiglu_bound(float g, float up_v) {
+  const double gu = abs_prod(g, up_v);
+  if (std::isinf(akv::exp(-g))) {
+    // 1 + e^-g overflows: the float result is +-0, the exact one is below |g up| e^g.
+    return mul_up(gu, exp_up(g));
+  }
+  // fl(1 + e^): relative error eps_d (B8); then <= 3 roundings (÷ or reciprocal, × g, × up).
+  const double eps_d = add_up(add_up(mul_up(kExpRel, 1.0 + kU), kU), mul_up(kExpAbs, 1.0 + kU));
+  const double rel = ratio_minus_one(rel_k(3), eps_d);
+  const double mag = div_up(gu, add_dn(1.0, exp_dn(-static_cast<double>(g))));
+  const double uf = mul_up(kEta, add_up(mul_up(1.0 + kU, add_up(std::fabs(up_v), 1.0)), 1.0));
+  return add_up(mul_up(rel, mag), uf);
+}
+
+std::vector<double> logits_bounds(std::span<const float> x, std::span<const float> wn, float eps,
+                                  std::span<const float> W, int vocab) {
+  const int n = static_cast<int>(x.size());
+  std::vector<float> y(x.size());
+  ref::rmsnorm(y.data(), x.data(), wn.data(), n, eps);
+  const std::vector<double> b2 = rmsnorm_bounds(x, wn, eps);
+  std::vector<double> out(vocab);
+  for (int i = 0; i < vocab; ++i) {
+    const float* row = W.data() + static_cast<size_t>(i) * n;
+    // Any backend's normed y' is within B2 of the exact y, hence within 2 B2 of ours.
+    double s_abs = 0, prop = 0;
+    for (int j = 0; j < n; ++j) {
+      const double aw = std::fabs(static_cast<double>(row[j]));
+      s_abs = add_up(s_abs, mul_up(aw, add_up(std::fabs(y[j]), mul_up(2.0, b2[j]))));
+      prop = add_up(prop, mul_up(aw, b2[j]));
+    }
+    out[i] = add_up(dot_formula(s_abs, n), prop);
+  }
+  return out;
+}
+
+}  // namespace akv::bounds

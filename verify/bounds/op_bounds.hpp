@@ -1,0 +1,53 @@
+// Per-op error bounds (spec/bounds.md B1-B9): for each op a backend computes, a bound B on
+// |op_float - op_exact| over the op's float32 inputs, valid for ANY summation order, with or
+// without FMA, with gradual underflow. Two conforming backends given identical inputs thus
+// differ by at most 2 B (B10). All sizes are element counts; every result is an upper bound
+// computed with outward rounding (verify/bounds/rigorous.hpp); +inf when an assumption of the
+// clause fails (n u >= 1/2, a zero RMS denominator, overflow).
+#pragma once
+#include <span>
+#include <vector>
+
+namespace akv::bounds {
+
+/// B1. Dot product x (n,) . y (n,), x[i*sx], y[i*sy]: gamma_n sum|x_i y_i| +
+/// (1 + gamma_n) n 2^-150. A matmul row is one dot product (Higham §3.1, eq. 3.5).
+double dot_bound(const float* x, int sx, const float* y, int sy, int n);
+inline double dot_bound(std::span<const float> x, std::span<const float> y) {
+  return dot_bound(x.data(), 1, y.data(), 1, static_cast<int>(x.size()));
+}
+
+/// B2. RMSNorm y_j = x_j w_j / sqrt(sum x^2 / n + eps): bound of each y_j, x, w (n,).
+std::vector<double> rmsnorm_bounds(std::span<const float> x, std::span<const float> w, float eps);
+
+/// B3. RoPE of one head x (head_dim,) with table rows cos, sin (head_dim/2,): bound of each
+/// output element.
+std::vector<double> rope_bounds(std::span<const float> x, const float* cos, const float* sin);
+
+/// B4. Score q (d,) . k (d,) / sqrt(d).
+double score_bound(std::span<const float> q, std::span<const float> k);
+
+/// B5. Max-subtracted exp of scores s (n,): bound of each akv::exp(s_j - max s).
+std::vector<double> shifted_exp_bounds(std::span<const float> s);
+
+/// B6. Normalisation p_j = e_j / sum e of e (n,), e_j >= 0, sum e > 0: bound of each p_j.
+std::vector<double> normalise_bounds(std::span<const float> e);
+
+/// B5 + B6 composed: the whole softmax of scores s (n,) against the exact softmax of s.
+std::vector<double> softmax_bounds(std::span<const float> s);
+
+/// B7. Weighted sum of values sum_p a_p v[p*stride + i] for one output element i:
+/// B1 with x = a (n_pos,), y = the value column.
+inline double weighted_sum_bound(const float* a, const float* v_col, int n_pos, int stride) {
+  return dot_bound(a, 1, v_col, stride, n_pos);
+}
+
+/// B8. SwiGLU element silu(g) * up = g up / (1 + e^-g), with akv::exp.
+double swiglu_bound(float g, float up);
+
+/// B9. Logits: final RMSNorm of the residual x (n,) with weight wn (n,), then W (vocab, n)
+/// row-major. Bound of each logit against the exact composite, for any conforming order.
+std::vector<double> logits_bounds(std::span<const float> x, std::span<const float> wn, float eps,
+                                  std::span<const float> W, int vocab);
+
+}  // namespace akv::bounds

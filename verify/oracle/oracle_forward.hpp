@@ -1,0 +1,28 @@
+// Runs a token sequence through the ONE reference template (reference/forward.hpp) in any
+// scalar type: float, the MPFR oracle (B12), the enclosure (B11).
+#pragma once
+#include <span>
+#include <vector>
+
+#include "reference/forward.hpp"
+#include "reference/model.hpp"
+#include "verify/oracle/real.hpp"
+
+namespace akv::oracle {
+
+/// The logits (vocab,) after appending `tokens` (n >= 1) to an empty cache, one token at a
+/// time through ref::forward_token<T>. Tokens must lie in [0, vocab), n <= max_ctx.
+template <class T>
+std::vector<T> last_logits(const ModelT<T>& m, std::span<const Token> tokens) {
+  KVCacheT<T> cache(m.config);
+  ref::RunState<T> s(m.config);
+  std::vector<T> logits(m.config.vocab);
+  for (Token t : tokens) ref::forward_token(m, cache, t, logits.data(), s);
+  return logits;
+}
+
+/// The exact (MPFR) logits of `model` after `tokens`: last_logits<Real> on the same
+/// float32 weights. Compiled once in oracle_forward.cpp.
+std::vector<Real> oracle_logits(const Model& model, std::span<const Token> tokens);
+
+}  // namespace akv::oracle
