@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <set>
 
+#include "optimized/cpu/cpu_backend.hpp"
 #include "reference/error.hpp"
 #include "reference/session.hpp"
 #include "verify/backends.hpp"
@@ -44,12 +45,15 @@ WitnessReport run_witness(const Conversation& conv, const WitnessOptions& opt) {
   if (total > static_cast<size_t>(model->config.max_ctx))
     throw Error(ErrorCode::kContextOverflow, fmt::format("conversation is {} tokens, more than model '{}' holds ({})", total,
                                                          opt.model, model->config.max_ctx));
-  auto backend_p = make_backend(opt.backend, model);
-  auto backend_n = make_backend(opt.backend, model);
+  const BackendOptions bo{opt.isa, opt.threads};
+  auto backend_p = make_backend(opt.backend, model, bo);
+  auto backend_n = make_backend(opt.backend, model, bo);
 
   WitnessReport r;
   r.model = opt.model;
   r.backend = backend_p->name();
+  if (const auto* cb = dynamic_cast<const cpu::CpuBackend*>(backend_p.get()))
+    r.isa = fmt::format("{}, {} threads", cpu::isa_name(cb->isa()), cb->threads());
   r.seed = opt.seed;
   r.evicted.assign(doomed.begin(), doomed.end());
   r.messages = conv.messages.size();
@@ -103,6 +107,7 @@ nlohmann::json to_json(const WitnessReport& r) {
   return {
       {"model", r.model},
       {"backend", r.backend},
+      {"isa", r.isa},
       {"seed", r.seed},
       {"messages", r.messages},
       {"evicted", r.evicted},
@@ -133,8 +138,9 @@ std::string to_text(const WitnessReport& r) {
   std::string ev;
   for (size_t i : r.evicted) ev += (ev.empty() ? "" : ",") + std::to_string(i);
   std::string s;
-  s += fmt::format("model {} (seed {}), backend {}: {} messages, {} tokens; evicting message(s) {} ({} tokens)\n", r.model,
-                   r.seed, r.backend, r.messages, r.tokens_poisoned, ev, r.tokens_evicted);
+  s += fmt::format("model {} (seed {}), backend {}{}: {} messages, {} tokens; evicting message(s) {} ({} tokens)\n", r.model,
+                   r.seed, r.backend, r.isa.empty() ? "" : " (" + r.isa + ")", r.messages, r.tokens_poisoned, ev,
+                   r.tokens_evicted);
   s += fmt::format("  evict-vs-never  max|delta| = {:g}   {}\n", r.evict_vs_never_max_abs,
                    r.exact() ? "(bitwise identical: caches and logits)" : "(NOT identical)");
   s += fmt::format("  poison-vs-never max|delta| = {:g}   {}\n", r.poison_vs_never_max_abs,
