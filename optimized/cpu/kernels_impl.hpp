@@ -175,6 +175,37 @@ void exp(float* out, const float* x, int n) {
 
 // ---------------------------------------------------------------- attention (K4)
 
+// Four canonical dots (K2) of q with keys k, k + stride, ... (hd % 16 == 0), times scale.
+template <class S>
+void dot4(const float* q, const float* k, int stride, int hd, float scale, float* out) {
+  typename S::V a0 = S::zero(), a1 = S::zero(), a2 = S::zero(), a3 = S::zero();
+  for (int j = 0; j < hd; j += kLanes) {
+    const typename S::V qj = S::load(q + j);
+    a0 = S::fma(qj, S::load(k + j), a0);
+    a1 = S::fma(qj, S::load(k + stride + j), a1);
+    a2 = S::fma(qj, S::load(k + 2 * static_cast<size_t>(stride) + j), a2);
+    a3 = S::fma(qj, S::load(k + 3 * static_cast<size_t>(stride) + j), a3);
+  }
+  out[0] = S::reduce(a0) * scale;
+  out[1] = S::reduce(a1) * scale;
+  out[2] = S::reduce(a2) * scale;
+  out[3] = S::reduce(a3) * scale;
+}
+
+// acc (C*16,) = acc*alpha, then acc = fma(e[j], v_j, acc) for j in key order. Returns C*16.
+template <class S, int C>
+int accumulate_row(float* out, const float* v, int stride, const float* e, int nb, float alpha) {
+  typename S::V acc[C];
+  for (int c = 0; c < C; ++c) acc[c] = S::mul(S::load(out + c * kLanes), S::set1(alpha));
+  for (int j = 0; j < nb; ++j) {
+    const typename S::V ej = S::set1(e[j]);
+    const float* vj = v + static_cast<size_t>(j) * stride;
+    for (int c = 0; c < C; ++c) acc[c] = S::fma(ej, S::load(vj + c * kLanes), acc[c]);
+  }
+  for (int c = 0; c < C; ++c) S::store(out + c * kLanes, acc[c]);
+  return C * kLanes;
+}
+
 // Flash-style attention of one query head over keys [0, pos], in key blocks anchored at
 // absolute position 0. Per block: scores by the canonical dot, the block max left to right,
 // the running max m, alpha = exp(m_old - m_new), l = l*alpha + e_p in key order,
@@ -188,7 +219,10 @@ void attention_head(const float* q, const float* k, const float* v, float* out, 
   const int n_keys = pos + 1;
   for (int b0 = 0; b0 < n_keys; b0 += kKeyBlock) {
     const int nb = std::min(kKeyBlock, n_keys - b0);
-    for (int j = 0; j < nb; ++j) e[j] = dot<S>(q, k + static_cast<size_t>(b0 + j) * stride, hd) * scale;
+    int j0 = 0;
+    if (hd % kLanes == 0)  // four keys' lane chains interleaved: more chains in flight, same bits (K2)
+      for (; j0 + 4 <= nb; j0 += 4) dot4<S>(q, k + static_cast<size_t>(b0 + j0) * stride, stride, hd, scale, e + j0);
+    for (int j = j0; j < nb; ++j) e[j] = dot<S>(q, k + static_cast<size_t>(b0 + j) * stride, hd) * scale;
     float mb = e[0];
     for (int j = 1; j < nb; ++j) mb = mb < e[j] ? e[j] : mb;
     const float m_new = m < mb ? mb : m;
@@ -201,6 +235,12 @@ void attention_head(const float* q, const float* k, const float* v, float* out, 
     l = l * alpha;
     for (j = 0; j < nb; ++j) l = l + e[j];
     int i = 0;
+    switch (hd) {  // the whole row in registers, keys outer: same per-element chain (K4 step 5)
+      case 32: i = accumulate_row<S, 2>(out, v + static_cast<size_t>(b0) * stride, stride, e, nb, alpha); break;
+      case 64: i = accumulate_row<S, 4>(out, v + static_cast<size_t>(b0) * stride, stride, e, nb, alpha); break;
+      case 128: i = accumulate_row<S, 8>(out, v + static_cast<size_t>(b0) * stride, stride, e, nb, alpha); break;
+      default: break;
+    }
     for (; i + kLanes <= hd; i += kLanes) {
       typename S::V acc = S::mul(S::load(out + i), S::set1(alpha));
       for (j = 0; j < nb; ++j) acc = S::fma(S::set1(e[j]), S::load(v + static_cast<size_t>(b0 + j) * stride + i), acc);
