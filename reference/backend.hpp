@@ -11,6 +11,14 @@
 
 namespace akv {
 
+/// One append of a batch: a session's cache, its new tokens (m,) and their logits (m, vocab),
+/// with the preconditions of Backend::forward. The caches of one batch are distinct.
+struct BatchItem {
+  KVCache* cache = nullptr;
+  std::span<const Token> tokens;
+  std::span<float> logits;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -25,6 +33,12 @@ class Backend {
   /// every token in [0, vocab), logits.size() == m * vocab.
   /// I1: the bits written depend only on the model and the token sequence [0, pos].
   virtual void forward(KVCache& cache, std::span<const Token> tokens, std::span<float> logits) = 0;
+
+  /// Several appends (of different sessions) in one call. I1: each item's bits are exactly
+  /// what forward() gives it alone. This default runs them one by one; a backend may fuse them.
+  virtual void forward_batch(std::span<const BatchItem> items) {
+    for (const BatchItem& it : items) forward(*it.cache, it.tokens, it.logits);
+  }
 
   /// Fills every scratch buffer with `value` before each forward call (NaN in debug builds
   /// and tests), or with nothing when unset. Results must not change (I1).

@@ -27,7 +27,7 @@ struct Config {
   int q_dim() const { return n_heads * head_dim; }
 };
 
-/// The named configs: "tiny" and "small" (spec/model.md M2).
+/// The named configs: "tiny", "small" and "bench" (spec/model.md M2).
 /// Throws Error(kUnknownModel) for any other name.
 Config config_by_name(const std::string& name);
 

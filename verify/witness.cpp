@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <set>
 
+#include "optimized/cpu/cpu_backend.hpp"
 #include "reference/error.hpp"
 #include "reference/session.hpp"
 #include "verify/backends.hpp"
@@ -21,7 +22,8 @@ double ms_since(Clock::time_point t0) {
 }  // namespace
 
 WitnessReport run_witness(const Conversation& conv, const WitnessOptions& opt) {
-  return run_witness(conv, opt, [&](std::shared_ptr<const Model> m) { return make_backend(opt.backend, std::move(m)); });
+  const BackendOptions bo{opt.isa, opt.threads};
+  return run_witness(conv, opt, [&](std::shared_ptr<const Model> m) { return make_backend(opt.backend, std::move(m), bo); });
 }
 
 WitnessReport run_witness(const Conversation& conv, const WitnessOptions& opt, const BackendFactory& make) {
@@ -54,6 +56,8 @@ WitnessReport run_witness(const Conversation& conv, const WitnessOptions& opt, c
   WitnessReport r;
   r.model = opt.model;
   r.backend = backend_p->name();
+  if (const auto* cb = dynamic_cast<const cpu::CpuBackend*>(backend_p.get()))
+    r.isa = fmt::format("{}, {} threads", cpu::isa_name(cb->isa()), cb->threads());
   r.seed = opt.seed;
   r.evicted.assign(doomed.begin(), doomed.end());
   r.messages = conv.messages.size();
@@ -107,6 +111,7 @@ nlohmann::json to_json(const WitnessReport& r) {
   return {
       {"model", r.model},
       {"backend", r.backend},
+      {"isa", r.isa},
       {"seed", r.seed},
       {"messages", r.messages},
       {"evicted", r.evicted},
@@ -137,8 +142,9 @@ std::string to_text(const WitnessReport& r) {
   std::string ev;
   for (size_t i : r.evicted) ev += (ev.empty() ? "" : ",") + std::to_string(i);
   std::string s;
-  s += fmt::format("model {} (seed {}), backend {}: {} messages, {} tokens; evicting message(s) {} ({} tokens)\n", r.model,
-                   r.seed, r.backend, r.messages, r.tokens_poisoned, ev, r.tokens_evicted);
+  s += fmt::format("model {} (seed {}), backend {}{}: {} messages, {} tokens; evicting message(s) {} ({} tokens)\n", r.model,
+                   r.seed, r.backend, r.isa.empty() ? "" : " (" + r.isa + ")", r.messages, r.tokens_poisoned, ev,
+                   r.tokens_evicted);
   s += fmt::format("  evict-vs-never  max|delta| = {:g}   {}\n", r.evict_vs_never_max_abs,
                    r.exact() ? "(bitwise identical: caches and logits)" : "(NOT identical)");
   s += fmt::format("  poison-vs-never max|delta| = {:g}   {}\n", r.poison_vs_never_max_abs,

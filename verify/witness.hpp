@@ -16,12 +16,15 @@ namespace akv {
 struct WitnessOptions {
   std::string model = "tiny";
   uint64_t seed = 1;
-  std::string backend = "reference";
+  std::string backend = "cpu";  // the default since the cpu backend passes the suite (issue 5)
+  std::string isa = "auto";     // cpu: portable | avx2 | avx512 | auto ($AKV_ISA, else the best)
+  int threads = 0;              // cpu: 0 means $AKV_THREADS, else 2
   std::vector<size_t> evict;  // message indexes; empty: the conversation's "poisoned" list
 };
 
 struct WitnessReport {
   std::string model, backend;
+  std::string isa;              // the cpu backend's ISA and threads ("avx2, 2 threads"); empty for the reference
   uint64_t seed = 0;
   std::vector<size_t> evicted;  // message indexes, ascending
   size_t messages = 0;

@@ -1,0 +1,173 @@
+#include "optimized/cpu/cpu_backend.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+
+namespace akv::cpu {
+
+std::shared_ptr<const PackedModel> packed_model(const std::shared_ptr<const Model>& m) {
+  static std::mutex mu;
+  static std::map<const Model*, std::weak_ptr<const PackedModel>> cache;
+  std::lock_guard<std::mutex> g(mu);
+  auto& slot = cache[m.get()];
+  if (auto p = slot.lock()) return p;
+  auto p = std::make_shared<PackedModel>();
+  const Config& c = m->config;
+  for (const auto& L : m->weights.layers) {
+    p->layers.push_back({pack_rows({&L.wq, &L.wk, &L.wv}, c.hidden), pack_rows({&L.wo}, c.q_dim()),
+                         pack_rows({&L.w1, &L.w3}, c.hidden), pack_rows({&L.w2}, c.ffn)});
+  }
+  p->wcls = pack_rows({&m->weights.wcls}, c.hidden);
+  // Keep the model alive with its packing: the key is its address.
+  std::shared_ptr<const PackedModel> out(p.get(), [p, m](const PackedModel*) {});
+  slot = out;
+  return out;
+}
+
+namespace {
+int default_threads(int requested) {
+  if (requested > 0) return requested;
+  if (const char* env = std::getenv("AKV_THREADS")) {
+    const int n = std::atoi(env);
+    if (n > 0) return n;
+  }
+  return 2;
+}
+}  // namespace
+
+CpuBackend::CpuBackend(std::shared_ptr<const Model> model, const CpuOptions& opt)
+    : model_(std::move(model)),
+      packed_(packed_model(model_)),
+      k_(&kernels_for(resolve_isa(opt.isa))),
+      pool_(default_threads(opt.threads)),
+      poison_(default_scratch_poison()) {}
+
+void CpuBackend::forward(KVCache& cache, std::span<const Token> tokens, std::span<float> logits) {
+  const BatchItem item{&cache, tokens, logits};
+  forward_batch(std::span<const BatchItem>(&item, 1));
+}
+
+void CpuBackend::forward_batch(std::span<const BatchItem> items) {
+  const Config& c = model_->config;
+  const int d = c.hidden, qd = c.q_dim(), kvd = c.kv_dim(), hd = c.head_dim, ffn = c.ffn, vocab = c.vocab;
+  const int qkvd = qd + 2 * kvd, group = c.n_heads / c.n_kv_heads;
+  int rows = 0;
+  for (const BatchItem& it : items) rows += static_cast<int>(it.tokens.size());
+  if (rows == 0) return;
+
+  // Rows of the call: item by item, token by token; each row knows its cache and position.
+  row_item_.resize(rows);
+  row_pos_.resize(rows);
+  {
+    int r = 0;
+    for (size_t i = 0; i < items.size(); ++i) {
+      const int first = static_cast<int>(items[i].cache->grow(items[i].tokens.size()));
+      for (size_t t = 0; t < items[i].tokens.size(); ++t, ++r) {
+        row_item_[r] = static_cast<int>(i);
+        row_pos_[r] = first + static_cast<int>(t);
+      }
+    }
+  }
+  const size_t R = static_cast<size_t>(rows);
+  auto size = [&](std::vector<float>& b, size_t n) {
+    if (b.size() < n) b.resize(n);
+    if (poison_) std::fill(b.begin(), b.end(), *poison_);
+  };
+  size(x_, R * d);
+  size(xb_, R * d);
+  size(qkv_, R * qkvd);
+  size(att_, R * qd);
+  size(h_, R * 2 * ffn);
+  size(logits_, R * vocab);
+
+  const Kernels& k = *k_;
+  const float* emb = model_->weights.tok_emb.data();
+  {
+    int r = 0;
+    for (const BatchItem& it : items)
+      for (Token t : it.tokens) std::copy_n(emb + static_cast<size_t>(t) * d, d, x_.data() + static_cast<size_t>(r++) * d);
+  }
+  auto matmul = [&](const float* X, size_t ldx, const PackedMatrix& W, float* Y, size_t ldy) {
+    pool_.run(W.panels(), [&](int p0, int p1) { k.matmul(X, ldx, rows, W, p0, p1, Y, ldy); });
+  };
+  auto per_row = [&](auto&& fn) {
+    pool_.run(rows, [&](int b, int e) {
+      for (int r = b; r < e; ++r) fn(r);
+    });
+  };
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  const RopeTable& rope = *model_->rope;
+
+  for (int l = 0; l < c.n_layers; ++l) {
+    const LayerWeights<float>& w = model_->weights.layers[l];
+    const PackedModel::Layer& P = packed_->layers[l];
+    per_row([&](int r) {
+      k.rmsnorm(xb_.data() + static_cast<size_t>(r) * d, x_.data() + static_cast<size_t>(r) * d, w.attn_norm.data(), d,
+                c.rms_eps);
+    });
+    matmul(xb_.data(), d, P.wqkv, qkv_.data(), qkvd);
+    per_row([&](int r) {
+      float* q = qkv_.data() + static_cast<size_t>(r) * qkvd;
+      const int pos = row_pos_[r];
+      k.rope(q, c.n_heads, hd, rope.cos_at(pos), rope.sin_at(pos));
+      k.rope(q + qd, c.n_kv_heads, hd, rope.cos_at(pos), rope.sin_at(pos));
+      KVCache& cache = *items[row_item_[r]].cache;
+      std::copy_n(q + qd, kvd, cache.k(l) + static_cast<size_t>(pos) * kvd);
+      std::copy_n(q + qd + kvd, kvd, cache.v(l) + static_cast<size_t>(pos) * kvd);
+    });
+    // (token, KV head) items, rows taken from both ends alternately so that contiguous
+    // thread ranges get similar causal work; the order of items never changes a bit (K8).
+    pool_.run(rows * c.n_kv_heads, [&](int b, int e) {
+      for (int i = b; i < e; ++i) {
+        const int j = i / c.n_kv_heads, g = i % c.n_kv_heads;
+        const int r = (j % 2 == 0) ? j / 2 : rows - 1 - j / 2;
+        KVCache& cache = *items[row_item_[r]].cache;
+        AttnArgs a;
+        a.q = qkv_.data() + static_cast<size_t>(r) * qkvd + static_cast<size_t>(g) * group * hd;
+        a.k = cache.k(l) + static_cast<size_t>(g) * hd;
+        a.v = cache.v(l) + static_cast<size_t>(g) * hd;
+        a.out = att_.data() + static_cast<size_t>(r) * qd + static_cast<size_t>(g) * group * hd;
+        a.pos = row_pos_[r];
+        a.stride = kvd;
+        a.head_dim = hd;
+        a.group = group;
+        a.scale = scale;
+        k.attention(a);
+      }
+    });
+    matmul(att_.data(), qd, P.wo, xb_.data(), d);
+    per_row([&](int r) {
+      float* x = x_.data() + static_cast<size_t>(r) * d;
+      k.add(x, xb_.data() + static_cast<size_t>(r) * d, d);
+      k.rmsnorm(xb_.data() + static_cast<size_t>(r) * d, x, w.ffn_norm.data(), d, c.rms_eps);
+    });
+    matmul(xb_.data(), d, P.w13, h_.data(), 2 * ffn);
+    per_row([&](int r) {
+      float* h = h_.data() + static_cast<size_t>(r) * 2 * ffn;
+      k.swiglu(h, h, h + ffn, ffn);
+    });
+    matmul(h_.data(), 2 * ffn, P.w2, xb_.data(), d);
+    per_row([&](int r) { k.add(x_.data() + static_cast<size_t>(r) * d, xb_.data() + static_cast<size_t>(r) * d, d); });
+  }
+  per_row([&](int r) {
+    k.rmsnorm(xb_.data() + static_cast<size_t>(r) * d, x_.data() + static_cast<size_t>(r) * d,
+              model_->weights.final_norm.data(), d, c.rms_eps);
+  });
+  matmul(xb_.data(), d, packed_->wcls, logits_.data(), vocab);
+  {
+    size_t r = 0;
+    for (const BatchItem& it : items) {
+      std::copy_n(logits_.data() + r * vocab, it.tokens.size() * vocab, it.logits.data());
+      r += it.tokens.size();
+    }
+  }
+}
+
+std::unique_ptr<Backend> make_cpu_backend(std::shared_ptr<const Model> model, const CpuOptions& opt) {
+  return std::make_unique<CpuBackend>(std::move(model), opt);
+}
+
+}  // namespace akv::cpu

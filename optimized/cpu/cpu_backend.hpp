@@ -1,0 +1,68 @@
+// The optimized CPU backend (spec/kernels-cpu.md): the reference model's semantics at SIMD
+// speed on a small thread pool, with the invariance I1 by construction (K0-K8).
+#pragma once
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "optimized/cpu/isa.hpp"
+#include "optimized/cpu/kernels.hpp"
+#include "optimized/cpu/thread_pool.hpp"
+#include "reference/backend.hpp"
+
+namespace akv::cpu {
+
+struct CpuOptions {
+  std::string isa = "auto";  // portable | avx2 | avx512 | auto ($AKV_ISA, else the best)
+  int threads = 0;           // 0: $AKV_THREADS if set, else 2
+};
+
+/// The model's matrices packed into panels (K1), shared by every backend of one model.
+struct PackedModel {
+  struct Layer {
+    PackedMatrix wqkv;  // rows [Wq; Wk; Wv]: outputs (q_dim + 2*kv_dim)
+    PackedMatrix wo;    // (hidden, q_dim)
+    PackedMatrix w13;   // rows [W1; W3]: outputs (2*ffn)
+    PackedMatrix w2;    // (hidden, ffn)
+  };
+  std::vector<Layer> layers;
+  PackedMatrix wcls;  // (vocab, hidden)
+};
+
+/// The packed matrices of `m`, built once per model and shared while any backend holds them.
+std::shared_ptr<const PackedModel> packed_model(const std::shared_ptr<const Model>& m);
+
+class CpuBackend final : public Backend {
+ public:
+  /// Throws Error(kBadInput) for an unknown ISA name or one this CPU lacks.
+  CpuBackend(std::shared_ptr<const Model> model, const CpuOptions& opt);
+
+  std::string name() const override { return "cpu"; }
+  const Model& model() const override { return *model_; }
+  void forward(KVCache& cache, std::span<const Token> tokens, std::span<float> logits) override;
+  /// All items' tokens go through each matmul together (rows of one matrix); attention reads
+  /// each item's own cache. Bits per item equal forward() alone (K8, I1).
+  void forward_batch(std::span<const BatchItem> items) override;
+  void set_scratch_poison(std::optional<float> value) override { poison_ = value; }
+
+  Isa isa() const { return k_->isa; }
+  int threads() const { return pool_.size(); }
+  const Kernels& kernels() const { return *k_; }
+  ThreadPool& pool() { return pool_; }
+
+ private:
+  std::shared_ptr<const Model> model_;
+  std::shared_ptr<const PackedModel> packed_;
+  const Kernels* k_;
+  ThreadPool pool_;
+  std::optional<float> poison_;
+  // Scratch, (rows, width) each; rows = tokens in the call.
+  std::vector<float> x_, xb_, qkv_, att_, h_, logits_;
+  std::vector<int> row_item_, row_pos_;
+};
+
+/// make_backend("cpu", ...) of verify/backends.cpp.
+std::unique_ptr<Backend> make_cpu_backend(std::shared_ptr<const Model> model, const CpuOptions& opt = {});
+
+}  // namespace akv::cpu

@@ -1,0 +1,55 @@
+#include "optimized/cpu/isa.hpp"
+
+#include <cstdlib>
+
+#include "reference/error.hpp"
+
+namespace akv::cpu {
+
+const char* isa_name(Isa isa) {
+  switch (isa) {
+    case Isa::kPortable: return "portable";
+    case Isa::kAvx2: return "avx2";
+    case Isa::kAvx512: return "avx512";
+  }
+  return "?";
+}
+
+Isa parse_isa(const std::string& name) {
+  for (Isa i : all_isas())
+    if (name == isa_name(i)) return i;
+  throw Error(ErrorCode::kBadInput, "unknown ISA '" + name + "' (expected portable, avx2 or avx512)");
+}
+
+bool isa_supported(Isa isa) {
+  switch (isa) {
+    case Isa::kPortable: return true;
+    case Isa::kAvx2: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    case Isa::kAvx512: return __builtin_cpu_supports("avx512f");
+  }
+  return false;
+}
+
+std::vector<Isa> all_isas() { return {Isa::kPortable, Isa::kAvx2, Isa::kAvx512}; }
+
+std::vector<Isa> supported_isas() {
+  std::vector<Isa> out;
+  for (Isa i : all_isas())
+    if (isa_supported(i)) out.push_back(i);
+  return out;
+}
+
+Isa resolve_isa(const std::string& requested) {
+  std::string name = requested;
+  if (name.empty() || name == "auto") {
+    const char* env = std::getenv("AKV_ISA");
+    name = env ? env : "";
+  }
+  if (name.empty() || name == "auto") return supported_isas().back();
+  const Isa isa = parse_isa(name);
+  if (!isa_supported(isa))
+    throw Error(ErrorCode::kBadInput, std::string("ISA '") + isa_name(isa) + "' is not supported by this CPU");
+  return isa;
+}
+
+}  // namespace akv::cpu

@@ -1,0 +1,80 @@
+// The CPU kernels, one table per ISA (spec/kernels-cpu.md K0-K7). Every entry computes the
+// same bits on every ISA: the reduction orders are the canonical ones of the spec, written
+// once in kernels_impl.hpp and compiled per ISA.
+#pragma once
+#include <cstddef>
+#include <cstdlib>
+#include <memory>
+#include <vector>
+
+#include "optimized/cpu/isa.hpp"
+
+namespace akv::cpu {
+
+/// Width of a weight panel, of the canonical dot's lane set, and of every SIMD step (K1, K2).
+inline constexpr int kLanes = 16;
+/// Attention key-block size; blocks are [b*kKeyBlock, (b+1)*kKeyBlock) in absolute positions (K4).
+inline constexpr int kKeyBlock = 64;
+
+struct FreeDeleter {
+  void operator()(float* p) const { std::free(p); }
+};
+
+/// W (d, n) row-major repacked as ceil(d/16) panels of (n, 16): panel p holds
+/// data[(p*n + k)*16 + c] = W[16p + c][k], zero where 16p + c >= d (K1).
+struct PackedMatrix {
+  int n = 0;  // input width (the reduction length)
+  int d = 0;  // outputs
+  std::unique_ptr<float[], FreeDeleter> data;  // 64-byte aligned
+  int panels() const { return (d + kLanes - 1) / kLanes; }
+  const float* panel(int p) const { return data.get() + static_cast<size_t>(p) * n * kLanes; }
+};
+
+/// Packs W (d, n) row-major, or the row-wise concatenation of several such matrices
+/// (all with the same n): outputs of parts[0], then parts[1], ...
+PackedMatrix pack_rows(const std::vector<const std::vector<float>*>& parts, int n);
+
+/// One attention work item (K4): the `group` query heads sharing one KV head, for one token
+/// at absolute position pos, attending to cache rows [0, pos].
+struct AttnArgs {
+  const float* q;     // (group, head_dim), post-RoPE
+  const float* k;     // cache keys of this KV head: row p at k + p*stride
+  const float* v;     // cache values, same layout
+  float* out;         // (group, head_dim)
+  int pos = 0;        // absolute position of the query token
+  int stride = 0;     // kv_dim
+  int head_dim = 0;
+  int group = 1;
+  float scale = 1.0f;  // 1/sqrt(head_dim), as the reference computes it
+};
+
+struct Kernels {
+  Isa isa;
+  /// Y[r, c] for rows [0, rows) and output columns of panels [p0, p1) (K1):
+  /// Y[r*ldy + c] = sum_k X[r*ldx + k] * W[c][k] as one FMA chain over k = 0..n-1 from +0.
+  void (*matmul)(const float* X, size_t ldx, int rows, const PackedMatrix& W, int p0, int p1, float* Y,
+                 size_t ldy);
+  /// The canonical dot product of x, y (n,) (K2).
+  float (*dot)(const float* x, const float* y, int n);
+  /// out (n,) = x * (1/sqrt(dot(x,x)/n + eps)) * w (K3). out may alias x.
+  void (*rmsnorm)(float* out, const float* x, const float* w, int n, float eps);
+  /// In-place rotate-half RoPE of x (n_heads, head_dim) with one table row (K5).
+  void (*rope)(float* x, int n_heads, int head_dim, const float* cos, const float* sin);
+  /// One attention item (K4).
+  void (*attention)(const AttnArgs& a);
+  /// out (n,) = silu(gate) * up, elementwise (K6). out may alias gate.
+  void (*swiglu)(float* out, const float* gate, const float* up, int n);
+  /// x (n,) += y (n,) (K6).
+  void (*add)(float* x, const float* y, int n);
+  /// out (n,) = akv::exp(x) elementwise, vectorised with the same IEEE operations (K7).
+  void (*exp)(float* out, const float* x, int n);
+};
+
+const Kernels& kernels_portable();
+const Kernels& kernels_avx2();
+const Kernels& kernels_avx512();
+
+/// The table of `isa` (which must be supported by this CPU to be called).
+const Kernels& kernels_for(Isa isa);
+
+}  // namespace akv::cpu

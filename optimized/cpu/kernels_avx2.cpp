@@ -1,0 +1,98 @@
+// The AVX2+FMA kernels: 16 lanes as two 8-wide registers (lanes 0-7, 8-15). Selected at run
+// time only on CPUs with AVX2 and FMA (isa.cpp). Same bits as the portable table (K0).
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "optimized/cpu/kernels.hpp"
+#include "reference/exp.hpp"
+
+// Everything below, and only that, is compiled for AVX2+FMA.
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2,fma"))), apply_to = function)
+#else
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
+#endif
+
+#include "optimized/cpu/kernels_impl.hpp"
+
+namespace akv::cpu {
+
+namespace {
+
+// akv::exp on 8 lanes (reference/exp.hpp), operation for operation; the special cases are
+// computed in every lane and selected by blends in the scalar code's priority order.
+__m256 exp8(__m256 x) {
+  const __m256 k = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269502162933349609375f)),
+                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 r = _mm256_fnmadd_ps(k, _mm256_set1_ps(0.693145751953125f), x);  // fma(-k, c, x): same exact value
+  r = _mm256_fnmadd_ps(k, _mm256_set1_ps(1.428606765330187045e-06f), r);
+  __m256 p = _mm256_set1_ps(1.98412698412698412698e-4f);
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.38888888888888888889e-3f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.33333333333333333333e-3f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.16666666666666666667e-2f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.66666666666666666667e-1f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+  const __m256i ki = _mm256_cvtps_epi32(k);  // k is integral: exact
+  auto pow2i = [](__m256i e) { return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(e, _mm256_set1_epi32(127)), 23)); };
+  const __m256 mid = _mm256_mul_ps(p, pow2i(ki));
+  const __m256 big = _mm256_mul_ps(_mm256_mul_ps(p, pow2i(_mm256_set1_epi32(127))), pow2i(_mm256_sub_epi32(ki, _mm256_set1_epi32(127))));
+  const __m256 tiny = _mm256_mul_ps(_mm256_mul_ps(p, pow2i(_mm256_add_epi32(ki, _mm256_set1_epi32(64)))), pow2i(_mm256_set1_epi32(-64)));
+  __m256 y = mid;
+  y = _mm256_blendv_ps(y, big, _mm256_castsi256_ps(_mm256_cmpgt_epi32(ki, _mm256_set1_epi32(127))));
+  y = _mm256_blendv_ps(y, tiny, _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(-126), ki)));
+  y = _mm256_blendv_ps(y, _mm256_setzero_ps(), _mm256_cmp_ps(x, _mm256_set1_ps(-103.972084045410156f), _CMP_LT_OQ));
+  y = _mm256_blendv_ps(y, _mm256_set1_ps(INFINITY), _mm256_cmp_ps(x, _mm256_set1_ps(88.72283935546875f), _CMP_GT_OQ));
+  y = _mm256_blendv_ps(y, x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
+  return y;
+}
+
+struct Avx2 {
+  struct V {
+    __m256 lo, hi;
+  };
+  static constexpr int kTileBudget = 6;  // 12 of the 16 ymm registers hold accumulators
+  static V zero() { return {_mm256_setzero_ps(), _mm256_setzero_ps()}; }
+  static V set1(float x) {
+    const __m256 b = _mm256_set1_ps(x);
+    return {b, b};
+  }
+  static V load(const float* p) { return {_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8)}; }
+  static void store(float* p, V a) {
+    _mm256_storeu_ps(p, a.lo);
+    _mm256_storeu_ps(p + 8, a.hi);
+  }
+  static V fma(V a, V b, V c) { return {_mm256_fmadd_ps(a.lo, b.lo, c.lo), _mm256_fmadd_ps(a.hi, b.hi, c.hi)}; }
+  static V add(V a, V b) { return {_mm256_add_ps(a.lo, b.lo), _mm256_add_ps(a.hi, b.hi)}; }
+  static V sub(V a, V b) { return {_mm256_sub_ps(a.lo, b.lo), _mm256_sub_ps(a.hi, b.hi)}; }
+  static V mul(V a, V b) { return {_mm256_mul_ps(a.lo, b.lo), _mm256_mul_ps(a.hi, b.hi)}; }
+  static V div(V a, V b) { return {_mm256_div_ps(a.lo, b.lo), _mm256_div_ps(a.hi, b.hi)}; }
+  static V exp(V a) { return {exp8(a.lo), exp8(a.hi)}; }
+  // The K2 tree: l += l+8 (lo + hi), l += l+4, l += l+2, l += l+1.
+  static float reduce(V a) {
+    const __m256 s8 = _mm256_add_ps(a.lo, a.hi);
+    __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
+    s4 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
+    s4 = _mm_add_ss(s4, _mm_shuffle_ps(s4, s4, 1));
+    return _mm_cvtss_f32(s4);
+  }
+};
+
+}  // namespace
+
+const Kernels& kernels_avx2() {
+  static const Kernels k = impl::table<Avx2>(Isa::kAvx2);
+  return k;
+}
+
+}  // namespace akv::cpu
+
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
+#pragma GCC pop_options
+#endif

@@ -1,0 +1,91 @@
+// The AVX-512F kernels: 16 lanes as one 16-wide register. Selected at run time only on CPUs
+// with AVX-512F (isa.cpp). Same bits as the portable table (K0).
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "optimized/cpu/kernels.hpp"
+#include "reference/exp.hpp"
+
+// Everything below, and only that, is compiled for AVX-512F (+FMA, AVX2 for the 256-bit tail).
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx512f,avx2,fma"))), apply_to = function)
+#else
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx2,fma")
+#endif
+
+#include "optimized/cpu/kernels_impl.hpp"
+
+namespace akv::cpu {
+
+namespace {
+
+// akv::exp on 16 lanes (reference/exp.hpp), operation for operation, as exp8 in kernels_avx2.cpp.
+__m512 exp16(__m512 x) {
+  const __m512 k = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269502162933349609375f)),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(k, _mm512_set1_ps(0.693145751953125f), x);
+  r = _mm512_fnmadd_ps(k, _mm512_set1_ps(1.428606765330187045e-06f), r);
+  __m512 p = _mm512_set1_ps(1.98412698412698412698e-4f);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.38888888888888888889e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.33333333333333333333e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.16666666666666666667e-2f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.66666666666666666667e-1f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  const __m512i ki = _mm512_cvtps_epi32(k);
+  auto pow2i = [](__m512i e) { return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(e, _mm512_set1_epi32(127)), 23)); };
+  const __m512 mid = _mm512_mul_ps(p, pow2i(ki));
+  const __m512 big = _mm512_mul_ps(_mm512_mul_ps(p, pow2i(_mm512_set1_epi32(127))), pow2i(_mm512_sub_epi32(ki, _mm512_set1_epi32(127))));
+  const __m512 tiny = _mm512_mul_ps(_mm512_mul_ps(p, pow2i(_mm512_add_epi32(ki, _mm512_set1_epi32(64)))), pow2i(_mm512_set1_epi32(-64)));
+  __m512 y = mid;
+  y = _mm512_mask_blend_ps(_mm512_cmpgt_epi32_mask(ki, _mm512_set1_epi32(127)), y, big);
+  y = _mm512_mask_blend_ps(_mm512_cmplt_epi32_mask(ki, _mm512_set1_epi32(-126)), y, tiny);
+  y = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, _mm512_set1_ps(-103.972084045410156f), _CMP_LT_OQ), y, _mm512_setzero_ps());
+  y = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, _mm512_set1_ps(88.72283935546875f), _CMP_GT_OQ), y, _mm512_set1_ps(INFINITY));
+  y = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), y, x);
+  return y;
+}
+
+struct Avx512 {
+  using V = __m512;
+  static constexpr int kTileBudget = 12;  // 12 of the 32 zmm registers hold accumulators
+  static V zero() { return _mm512_setzero_ps(); }
+  static V set1(float x) { return _mm512_set1_ps(x); }
+  static V load(const float* p) { return _mm512_loadu_ps(p); }
+  static void store(float* p, V a) { _mm512_storeu_ps(p, a); }
+  static V fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+  static V add(V a, V b) { return _mm512_add_ps(a, b); }
+  static V sub(V a, V b) { return _mm512_sub_ps(a, b); }
+  static V mul(V a, V b) { return _mm512_mul_ps(a, b); }
+  static V div(V a, V b) { return _mm512_div_ps(a, b); }
+  static V exp(V a) { return exp16(a); }
+  // The K2 tree: l += l+8 (low 256 + high 256), l += l+4, l += l+2, l += l+1.
+  static float reduce(V a) {
+    const __m256 lo = _mm512_castps512_ps256(a);
+    const __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a), 1));
+    const __m256 s8 = _mm256_add_ps(lo, hi);
+    __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
+    s4 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
+    s4 = _mm_add_ss(s4, _mm_shuffle_ps(s4, s4, 1));
+    return _mm_cvtss_f32(s4);
+  }
+};
+
+}  // namespace
+
+const Kernels& kernels_avx512() {
+  static const Kernels k = impl::table<Avx512>(Isa::kAvx512);
+  return k;
+}
+
+}  // namespace akv::cpu
+
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
+#pragma GCC pop_options
+#endif

@@ -1,0 +1,273 @@
+// The CPU kernels, written once over a 16-lane SIMD type S (spec/kernels-cpu.md K1-K7).
+// Each kernels_<isa>.cpp includes this after selecting its target, with its own S:
+//   S::V                     16 floats (lanes 0..15)
+//   S::zero/load/store/set1  as named; load/store unaligned
+//   S::fma(a, b, c)          a*b + c per lane, one rounding (IEEE fusedMultiplyAdd)
+//   S::add/sub/mul/div       per lane, IEEE
+//   S::reduce(v)             the canonical tree of K2: for w = 8, 4, 2, 1: v[l] += v[l + w]
+//   S::exp(v)                akv::exp per lane, same IEEE operations (K7)
+//   S::kTileBudget           V accumulators a matmul tile may hold in registers
+// Every function is a template over S, so the three instantiations never share a symbol.
+#pragma once
+#include <algorithm>
+#include <cmath>
+
+#include "optimized/cpu/kernels.hpp"
+#include "reference/exp.hpp"
+
+namespace akv::cpu::impl {
+
+// ---------------------------------------------------------------- matmul (K1)
+
+// An R x (16P) register tile: rows [0, R) of X times panels [0, P) starting at W, one FMA chain
+// over k per output. `cols` = valid output columns in the tile (the rest is panel padding).
+template <class S, int R, int P>
+void tile(const float* X, size_t ldx, const float* W, size_t wstride, int n, float* Y, size_t ldy, int cols) {
+  typename S::V acc[R][P];
+  for (int r = 0; r < R; ++r)
+    for (int p = 0; p < P; ++p) acc[r][p] = S::zero();
+  for (int k = 0; k < n; ++k) {
+    typename S::V w[P];
+    for (int p = 0; p < P; ++p) w[p] = S::load(W + p * wstride + static_cast<size_t>(k) * kLanes);
+    for (int r = 0; r < R; ++r) {
+      const typename S::V b = S::set1(X[r * ldx + k]);
+      for (int p = 0; p < P; ++p) acc[r][p] = S::fma(b, w[p], acc[r][p]);
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int p = 0; p < P; ++p) {
+      float* y = Y + r * ldy + p * kLanes;
+      const int valid = std::min(kLanes, cols - p * kLanes);
+      if (valid == kLanes) {
+        S::store(y, acc[r][p]);
+      } else if (valid > 0) {
+        alignas(64) float t[kLanes];
+        S::store(t, acc[r][p]);
+        std::copy_n(t, valid, y);
+      }
+    }
+}
+
+template <class S, int R>
+void tile_p(int P, const float* X, size_t ldx, const float* W, size_t wstride, int n, float* Y, size_t ldy, int cols) {
+  switch (P) {
+    case 1: return tile<S, R, 1>(X, ldx, W, wstride, n, Y, ldy, cols);
+    case 2: return tile<S, R, 2>(X, ldx, W, wstride, n, Y, ldy, cols);
+    case 3: return tile<S, R, 3>(X, ldx, W, wstride, n, Y, ldy, cols);
+    case 4: return tile<S, R, 4>(X, ldx, W, wstride, n, Y, ldy, cols);
+    case 6: return tile<S, R, 6>(X, ldx, W, wstride, n, Y, ldy, cols);
+    default: return tile<S, R, 12>(X, ldx, W, wstride, n, Y, ldy, cols);
+  }
+}
+
+template <class S>
+void tile_rp(int R, int P, const float* X, size_t ldx, const float* W, size_t wstride, int n, float* Y, size_t ldy,
+             int cols) {
+  switch (R) {
+    case 1: return tile_p<S, 1>(P, X, ldx, W, wstride, n, Y, ldy, cols);
+    case 2: return tile_p<S, 2>(P, X, ldx, W, wstride, n, Y, ldy, cols);
+    case 3: return tile_p<S, 3>(P, X, ldx, W, wstride, n, Y, ldy, cols);
+    case 4: return tile_p<S, 4>(P, X, ldx, W, wstride, n, Y, ldy, cols);
+    case 5: return tile_p<S, 5>(P, X, ldx, W, wstride, n, Y, ldy, cols);
+    default: return tile_p<S, 6>(P, X, ldx, W, wstride, n, Y, ldy, cols);
+  }
+}
+
+// Largest supported panel count <= want.
+inline int panel_step(int want) {
+  for (int p : {12, 6, 4, 3, 2})
+    if (p <= want) return p;
+  return 1;
+}
+
+// Tiling changes only which outputs share registers, never an output's chain (K1).
+template <class S>
+void matmul(const float* X, size_t ldx, int rows, const PackedMatrix& W, int p0, int p1, float* Y, size_t ldy) {
+  constexpr int kMaxR = 6;
+  constexpr int kRowBlock = 48;  // rows of X kept hot while panels stream past
+  const size_t wstride = static_cast<size_t>(W.n) * kLanes;
+  for (int r0 = 0; r0 < rows; r0 += kRowBlock) {
+    const int r1 = std::min(rows, r0 + kRowBlock);
+    const int R = std::min(kMaxR, r1 - r0);
+    const int P = panel_step(std::max(1, S::kTileBudget / R));
+    for (int p = p0; p < p1;) {
+      const int np = panel_step(std::min(P, p1 - p));
+      const int cols = std::min(np * kLanes, W.d - p * kLanes);
+      for (int r = r0; r < r1; r += kMaxR)
+        tile_rp<S>(std::min(kMaxR, r1 - r), np, X + r * ldx, ldx, W.panel(p), wstride, W.n, Y + r * ldy + p * kLanes,
+                   ldy, cols);
+      p += np;
+    }
+  }
+}
+
+// ---------------------------------------------------------------- dot, RMSNorm (K2, K3)
+
+// The canonical dot (K2): lane l takes elements j = l (mod 16) of the full 16-blocks, one FMA
+// chain each from +0; the lanes meet in the fixed tree; the n mod 16 tail follows by FMA in order.
+template <class S>
+float dot(const float* x, const float* y, int n) {
+  typename S::V acc = S::zero();
+  int j = 0;
+  for (; j + kLanes <= n; j += kLanes) acc = S::fma(S::load(x + j), S::load(y + j), acc);
+  float r = S::reduce(acc);
+  for (; j < n; ++j) r = std::fma(x[j], y[j], r);
+  return r;
+}
+
+template <class S>
+void rmsnorm(float* out, const float* x, const float* w, int n, float eps) {
+  const float ss = dot<S>(x, x, n);
+  const float inv = 1.0f / std::sqrt(ss / static_cast<float>(n) + eps);
+  const typename S::V vinv = S::set1(inv);
+  int j = 0;
+  for (; j + kLanes <= n; j += kLanes) S::store(out + j, S::mul(S::mul(S::load(x + j), vinv), S::load(w + j)));
+  for (; j < n; ++j) out[j] = (x[j] * inv) * w[j];
+}
+
+// ---------------------------------------------------------------- elementwise (K5, K6, K7)
+
+template <class S>
+void rope(float* x, int n_heads, int head_dim, const float* cos, const float* sin) {
+  const int half = head_dim / 2;
+  for (int h = 0; h < n_heads; ++h) {
+    float* v = x + static_cast<size_t>(h) * head_dim;
+    int i = 0;
+    for (; i + kLanes <= half; i += kLanes) {
+      const typename S::V x0 = S::load(v + i), x1 = S::load(v + i + half);
+      const typename S::V c = S::load(cos + i), s = S::load(sin + i);
+      S::store(v + i, S::sub(S::mul(x0, c), S::mul(x1, s)));
+      S::store(v + i + half, S::add(S::mul(x0, s), S::mul(x1, c)));
+    }
+    for (; i < half; ++i) {
+      const float x0 = v[i], x1 = v[i + half], c = cos[i], s = sin[i];
+      v[i] = x0 * c - x1 * s;
+      v[i + half] = x0 * s + x1 * c;
+    }
+  }
+}
+
+template <class S>
+void swiglu(float* out, const float* gate, const float* up, int n) {
+  const typename S::V one = S::set1(1.0f), minus = S::set1(-1.0f);
+  int j = 0;
+  for (; j + kLanes <= n; j += kLanes) {
+    const typename S::V g = S::load(gate + j);
+    const typename S::V e = S::exp(S::mul(g, minus));  // -g exactly
+    S::store(out + j, S::mul(S::div(g, S::add(one, e)), S::load(up + j)));
+  }
+  for (; j < n; ++j) out[j] = (gate[j] / (1.0f + akv::exp(-gate[j]))) * up[j];
+}
+
+template <class S>
+void add(float* x, const float* y, int n) {
+  int j = 0;
+  for (; j + kLanes <= n; j += kLanes) S::store(x + j, S::add(S::load(x + j), S::load(y + j)));
+  for (; j < n; ++j) x[j] = x[j] + y[j];
+}
+
+template <class S>
+void exp(float* out, const float* x, int n) {
+  int j = 0;
+  for (; j + kLanes <= n; j += kLanes) S::store(out + j, S::exp(S::load(x + j)));
+  for (; j < n; ++j) out[j] = akv::exp(x[j]);
+}
+
+// ---------------------------------------------------------------- attention (K4)
+
+// Four canonical dots (K2) of q with keys k, k + stride, ... (hd % 16 == 0), times scale.
+template <class S>
+void dot4(const float* q, const float* k, int stride, int hd, float scale, float* out) {
+  typename S::V a0 = S::zero(), a1 = S::zero(), a2 = S::zero(), a3 = S::zero();
+  for (int j = 0; j < hd; j += kLanes) {
+    const typename S::V qj = S::load(q + j);
+    a0 = S::fma(qj, S::load(k + j), a0);
+    a1 = S::fma(qj, S::load(k + stride + j), a1);
+    a2 = S::fma(qj, S::load(k + 2 * static_cast<size_t>(stride) + j), a2);
+    a3 = S::fma(qj, S::load(k + 3 * static_cast<size_t>(stride) + j), a3);
+  }
+  out[0] = S::reduce(a0) * scale;
+  out[1] = S::reduce(a1) * scale;
+  out[2] = S::reduce(a2) * scale;
+  out[3] = S::reduce(a3) * scale;
+}
+
+// acc (C*16,) = acc*alpha, then acc = fma(e[j], v_j, acc) for j in key order. Returns C*16.
+template <class S, int C>
+int accumulate_row(float* out, const float* v, int stride, const float* e, int nb, float alpha) {
+  typename S::V acc[C];
+  for (int c = 0; c < C; ++c) acc[c] = S::mul(S::load(out + c * kLanes), S::set1(alpha));
+  for (int j = 0; j < nb; ++j) {
+    const typename S::V ej = S::set1(e[j]);
+    const float* vj = v + static_cast<size_t>(j) * stride;
+    for (int c = 0; c < C; ++c) acc[c] = S::fma(ej, S::load(vj + c * kLanes), acc[c]);
+  }
+  for (int c = 0; c < C; ++c) S::store(out + c * kLanes, acc[c]);
+  return C * kLanes;
+}
+
+// Flash-style attention of one query head over keys [0, pos], in key blocks anchored at
+// absolute position 0. Per block: scores by the canonical dot, the block max left to right,
+// the running max m, alpha = exp(m_old - m_new), l = l*alpha + e_p in key order,
+// acc = acc*alpha then acc = fma(e_p, v_p, acc) in key order; out = acc / l.
+template <class S>
+void attention_head(const float* q, const float* k, const float* v, float* out, int pos, int stride, int hd,
+                    float scale) {
+  alignas(64) float e[kKeyBlock];
+  float m = -INFINITY, l = 0.0f;
+  for (int i = 0; i < hd; ++i) out[i] = 0.0f;
+  const int n_keys = pos + 1;
+  for (int b0 = 0; b0 < n_keys; b0 += kKeyBlock) {
+    const int nb = std::min(kKeyBlock, n_keys - b0);
+    int j0 = 0;
+    if (hd % kLanes == 0)  // four keys' lane chains interleaved: more chains in flight, same bits (K2)
+      for (; j0 + 4 <= nb; j0 += 4) dot4<S>(q, k + static_cast<size_t>(b0 + j0) * stride, stride, hd, scale, e + j0);
+    for (int j = j0; j < nb; ++j) e[j] = dot<S>(q, k + static_cast<size_t>(b0 + j) * stride, hd) * scale;
+    float mb = e[0];
+    for (int j = 1; j < nb; ++j) mb = mb < e[j] ? e[j] : mb;
+    const float m_new = m < mb ? mb : m;
+    const float alpha = akv::exp(m - m_new);
+    m = m_new;
+    int j = 0;
+    const typename S::V vm = S::set1(m_new);
+    for (; j + kLanes <= nb; j += kLanes) S::store(e + j, S::exp(S::sub(S::load(e + j), vm)));
+    for (; j < nb; ++j) e[j] = akv::exp(e[j] - m_new);
+    l = l * alpha;
+    for (j = 0; j < nb; ++j) l = l + e[j];
+    int i = 0;
+    switch (hd) {  // the whole row in registers, keys outer: same per-element chain (K4 step 5)
+      case 32: i = accumulate_row<S, 2>(out, v + static_cast<size_t>(b0) * stride, stride, e, nb, alpha); break;
+      case 64: i = accumulate_row<S, 4>(out, v + static_cast<size_t>(b0) * stride, stride, e, nb, alpha); break;
+      case 128: i = accumulate_row<S, 8>(out, v + static_cast<size_t>(b0) * stride, stride, e, nb, alpha); break;
+      default: break;
+    }
+    for (; i + kLanes <= hd; i += kLanes) {
+      typename S::V acc = S::mul(S::load(out + i), S::set1(alpha));
+      for (j = 0; j < nb; ++j) acc = S::fma(S::set1(e[j]), S::load(v + static_cast<size_t>(b0 + j) * stride + i), acc);
+      S::store(out + i, acc);
+    }
+    for (; i < hd; ++i) {
+      float acc = out[i] * alpha;
+      for (j = 0; j < nb; ++j) acc = std::fma(e[j], v[static_cast<size_t>(b0 + j) * stride + i], acc);
+      out[i] = acc;
+    }
+  }
+  int i = 0;
+  const typename S::V vl = S::set1(l);
+  for (; i + kLanes <= hd; i += kLanes) S::store(out + i, S::div(S::load(out + i), vl));
+  for (; i < hd; ++i) out[i] = out[i] / l;
+}
+
+template <class S>
+void attention(const AttnArgs& a) {
+  for (int h = 0; h < a.group; ++h)
+    attention_head<S>(a.q + static_cast<size_t>(h) * a.head_dim, a.k, a.v, a.out + static_cast<size_t>(h) * a.head_dim,
+                      a.pos, a.stride, a.head_dim, a.scale);
+}
+
+template <class S>
+Kernels table(Isa isa) {
+  return Kernels{isa, &matmul<S>, &dot<S>, &rmsnorm<S>, &rope<S>, &attention<S>, &swiglu<S>, &add<S>, &exp<S>};
+}
+
+}  // namespace akv::cpu::impl

@@ -1,0 +1,46 @@
+// The portable kernels: 16 lanes as a plain array, std::fma per lane. Same operations in the
+// same order as the AVX2 and AVX-512 tables, hence the same bits (spec/kernels-cpu.md K0).
+#include <cmath>
+
+#include "optimized/cpu/kernels_impl.hpp"
+
+namespace akv::cpu {
+
+namespace {
+struct Portable {
+  struct V {
+    float v[kLanes];
+  };
+  static constexpr int kTileBudget = 1;
+  template <class F>
+  static V map(F f) {
+    V r;
+    for (int l = 0; l < kLanes; ++l) r.v[l] = f(l);
+    return r;
+  }
+  static V zero() { return map([](int) { return 0.0f; }); }
+  static V set1(float x) { return map([&](int) { return x; }); }
+  static V load(const float* p) { return map([&](int l) { return p[l]; }); }
+  static void store(float* p, const V& a) {
+    for (int l = 0; l < kLanes; ++l) p[l] = a.v[l];
+  }
+  static V fma(const V& a, const V& b, const V& c) { return map([&](int l) { return std::fma(a.v[l], b.v[l], c.v[l]); }); }
+  static V add(const V& a, const V& b) { return map([&](int l) { return a.v[l] + b.v[l]; }); }
+  static V sub(const V& a, const V& b) { return map([&](int l) { return a.v[l] - b.v[l]; }); }
+  static V mul(const V& a, const V& b) { return map([&](int l) { return a.v[l] * b.v[l]; }); }
+  static V div(const V& a, const V& b) { return map([&](int l) { return a.v[l] / b.v[l]; }); }
+  static V exp(const V& a) { return map([&](int l) { return akv::exp(a.v[l]); }); }
+  static float reduce(V a) {
+    for (int w = kLanes / 2; w >= 1; w /= 2)
+      for (int l = 0; l < w; ++l) a.v[l] = a.v[l] + a.v[l + w];
+    return a.v[0];
+  }
+};
+}  // namespace
+
+const Kernels& kernels_portable() {
+  static const Kernels k = impl::table<Portable>(Isa::kPortable);
+  return k;
+}
+
+}  // namespace akv::cpu

@@ -1,0 +1,44 @@
+// A small fixed thread pool (spec/kernels-cpu.md K8): work is split by whole output items
+// (rows, panels of output columns, (token, head) pairs), never inside a reduction, so the
+// thread count changes which thread computes an item, never how.
+#pragma once
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace akv::cpu {
+
+class ThreadPool {
+ public:
+  /// `threads` >= 1 workers in all, the calling thread included.
+  explicit ThreadPool(int threads);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int size() const { return n_; }
+
+  /// Calls fn(begin, end) on contiguous, disjoint ranges covering [0, items), at most one range
+  /// per thread (range t = [t*items/size(), (t+1)*items/size())), and returns when all are done.
+  /// The first exception thrown by any range is rethrown here.
+  void run(int items, const std::function<void(int, int)>& fn);
+
+ private:
+  void worker(int t);
+
+  int n_;
+  std::vector<std::thread> threads_;
+  std::mutex mu_;
+  std::condition_variable start_cv_, done_cv_;
+  const std::function<void(int, int)>* job_ = nullptr;
+  int items_ = 0;
+  uint64_t generation_ = 0;
+  int pending_ = 0;
+  bool stop_ = false;
+  std::exception_ptr error_;
+};
+
+}  // namespace akv::cpu

@@ -1,0 +1,331 @@
+// The CPU kernels against the orders of spec/kernels-cpu.md (K1-K7, K12), on every ISA the
+// machine has. Each spec_* below is the clause's text written as plain scalar code, apart from
+// the kernels; equality is memcmp.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <iostream>
+#include <limits>
+#include <vector>
+
+#include "cpu_support.hpp"
+#include "optimized/cpu/kernels.hpp"
+#include "reference/exp.hpp"
+#include "reference/ops.hpp"
+
+using namespace akv;
+using namespace akv::test;
+
+namespace {
+
+// K2 as written.
+float spec_dot(const float* x, const float* y, int n) {
+  float acc[16] = {0};
+  int j = 0;
+  for (; j + 16 <= n; j += 16)
+    for (int l = 0; l < 16; ++l) acc[l] = std::fma(x[j + l], y[j + l], acc[l]);
+  for (int w = 8; w >= 1; w /= 2)
+    for (int l = 0; l < w; ++l) acc[l] = acc[l] + acc[l + w];
+  float r = acc[0];
+  for (; j < n; ++j) r = std::fma(x[j], y[j], r);
+  return r;
+}
+
+// K1 as written: Y (M, d) = X (M, n) W(d, n)^T, one FMA chain per output.
+std::vector<float> spec_matmul(const std::vector<float>& X, const std::vector<float>& W, int M, int n, int d) {
+  std::vector<float> Y(static_cast<size_t>(M) * d);
+  for (int t = 0; t < M; ++t)
+    for (int i = 0; i < d; ++i) {
+      float acc = 0.0f;
+      for (int k = 0; k < n; ++k) acc = std::fma(X[t * n + k], W[static_cast<size_t>(i) * n + k], acc);
+      Y[static_cast<size_t>(t) * d + i] = acc;
+    }
+  return Y;
+}
+
+// K4 as written, one head.
+void spec_attention(const float* q, const float* k, const float* v, float* out, int pos, int stride, int hd) {
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  float m = -INFINITY, l = 0.0f;
+  std::vector<float> acc(hd, 0.0f);
+  for (int b0 = 0; b0 <= pos; b0 += 64) {
+    const int b1 = std::min(b0 + 64, pos + 1);
+    std::vector<float> s;
+    for (int p = b0; p < b1; ++p) s.push_back(spec_dot(q, k + static_cast<size_t>(p) * stride, hd) * scale);
+    float mb = s[0];
+    for (float x : s) mb = mb < x ? x : mb;
+    const float m2 = m < mb ? mb : m;
+    const float alpha = akv::exp(m - m2);
+    for (float& x : s) x = akv::exp(x - m2);
+    l = l * alpha;
+    for (float e : s) l = l + e;
+    for (int i = 0; i < hd; ++i) {
+      acc[i] = acc[i] * alpha;
+      for (int p = b0; p < b1; ++p) acc[i] = std::fma(s[p - b0], v[static_cast<size_t>(p) * stride + i], acc[i]);
+    }
+    m = m2;
+  }
+  for (int i = 0; i < hd; ++i) out[i] = acc[i] / l;
+}
+
+float max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  float m = 0;
+  for (size_t i = 0; i < a.size(); ++i) m = std::max(m, std::fabs(a[i] - b[i]));
+  return m;
+}
+
+void report(const std::string& what, float err, float scale) {
+  std::cout << "[ observed ] " << what << ": max|cpu - reference| = " << err << " (" << err / scale
+            << " relative to max|reference|)\n";
+  ::testing::Test::RecordProperty(what, std::to_string(err));
+}
+
+class CpuKernels : public ::testing::TestWithParam<BackendCase> {
+ protected:
+  void SetUp() override { AKV_SKIP_UNSUPPORTED(GetParam()); }
+  const cpu::Kernels& K() const { return cpu::kernels_for(cpu::parse_isa(GetParam().isa)); }
+};
+
+}  // namespace
+
+// ---- K7
+
+using K7_VectorExp = CpuKernels;
+TEST_P(K7_VectorExp, BitwiseEqualsScalarOnAStrideOfAllFloatsAndTheEdges) {
+  std::vector<float> x, y(4096);
+  auto check = [&] {
+    y.resize(x.size());
+    K().exp(y.data(), x.data(), static_cast<int>(x.size()));
+    for (size_t i = 0; i < x.size(); ++i) {
+      const float s = akv::exp(x[i]);
+      ASSERT_EQ(std::memcmp(&s, &y[i], 4), 0) << "x = " << x[i] << " vector " << y[i] << " scalar " << s;
+    }
+    x.clear();
+  };
+  auto push = [&](uint32_t bits) {
+    float f;
+    std::memcpy(&f, &bits, 4);
+    x.push_back(f);
+    if (x.size() == 4096) check();
+  };
+  for (uint64_t u = 0; u < (1ull << 32); u += 127) push(static_cast<uint32_t>(u));
+  // Every float within 2^14 ulps of the edges: overflow, underflow, the subnormal and 2^127 scalings.
+  for (float e : {88.72283935546875f, -103.972084045410156f, -87.33654f, 88.0f, 0.34657359f, -0.34657359f, 0.0f}) {
+    uint32_t b;
+    std::memcpy(&b, &e, 4);
+    for (int32_t d = -(1 << 14); d <= (1 << 14); ++d) push(b + static_cast<uint32_t>(d));
+  }
+  for (float s : {INFINITY, -INFINITY, NAN, -NAN, std::numeric_limits<float>::denorm_min(), -0.0f}) x.push_back(s);
+  check();
+}
+
+// ---- K2, K3
+
+using K2_CanonicalDot = CpuKernels;
+TEST_P(K2_CanonicalDot, EqualsTheSpecOrderForEveryLength) {
+  for (int n = 0; n <= 80; ++n) {
+    const auto x = randu(n, n), y = randu(n, n + 1000, -3, 3);
+    const float a = K().dot(x.data(), y.data(), n), b = spec_dot(x.data(), y.data(), n);
+    ASSERT_EQ(std::memcmp(&a, &b, 4), 0) << "n = " << n;
+  }
+  const auto x = randu(768, 5), y = randu(768, 6);
+  const float a = K().dot(x.data(), y.data(), 768), b = spec_dot(x.data(), y.data(), 768);
+  EXPECT_EQ(std::memcmp(&a, &b, 4), 0);
+}
+
+using K3_RMSNorm = CpuKernels;
+TEST_P(K3_RMSNorm, EqualsSpecAndIsExactOnIntegers) {
+  for (int n : {8, 32, 37, 256, 768}) {
+    const auto x = randu(n, n), w = randu(n, n + 1, 0.75f, 1.25f);
+    std::vector<float> out(n), spec(n);
+    K().rmsnorm(out.data(), x.data(), w.data(), n, 1e-5f);
+    const float inv = 1.0f / std::sqrt(spec_dot(x.data(), x.data(), n) / static_cast<float>(n) + 1e-5f);
+    for (int j = 0; j < n; ++j) spec[j] = (x[j] * inv) * w[j];
+    ASSERT_TRUE(same_bits(out, spec)) << "n = " << n;
+    // Integer x: the sum of squares is exact in any order, so the reference's bits follow.
+    const auto xi = randi(n, n + 2, 9);
+    std::vector<float> ref(n);
+    K().rmsnorm(out.data(), xi.data(), w.data(), n, 1e-5f);
+    ref::rmsnorm(ref.data(), xi.data(), w.data(), n, 1e-5f);
+    ASSERT_TRUE(same_bits(out, ref)) << "n = " << n;
+  }
+}
+
+// ---- K1
+
+using K1_Matmul = CpuKernels;
+TEST_P(K1_Matmul, EqualsOneFmaChainPerOutputWhateverRowsAndPanelSplit) {
+  struct Shape {
+    int M, n, d;
+  };
+  for (Shape s : {Shape{1, 32, 16}, Shape{5, 40, 37}, Shape{13, 64, 100}, Shape{7, 3, 290}, Shape{50, 96, 200}}) {
+    const auto X = randu(static_cast<size_t>(s.M) * s.n, s.M), W = randu(static_cast<size_t>(s.d) * s.n, s.d);
+    const cpu::PackedMatrix P = cpu::pack_rows({&W}, s.n);
+    const auto spec = spec_matmul(X, W, s.M, s.n, s.d);
+    // All rows at once, panels in one range.
+    std::vector<float> Y(spec.size(), NAN);
+    K().matmul(X.data(), s.n, s.M, P, 0, P.panels(), Y.data(), s.d);
+    ASSERT_TRUE(same_bits(Y, spec)) << s.M << "x" << s.n << "x" << s.d;
+    // Row by row (decode), panels split in three ranges (threads).
+    std::vector<float> Z(spec.size(), NAN);
+    const int a = P.panels() / 3, b = 2 * P.panels() / 3;
+    for (int t = 0; t < s.M; ++t)
+      for (auto [p0, p1] : {std::pair{0, a}, std::pair{a, b}, std::pair{b, P.panels()}})
+        K().matmul(X.data() + t * s.n, s.n, 1, P, p0, p1, Z.data() + static_cast<size_t>(t) * s.d, s.d);
+    ASSERT_TRUE(same_bits(Z, spec)) << s.M << "x" << s.n << "x" << s.d;
+  }
+}
+
+TEST_P(K1_Matmul, SmallIntegersEqualTheReferenceBitwise) {
+  const int M = 9, n = 768, d = 70;
+  const auto X = randi(static_cast<size_t>(M) * n, 1, 8), W = randi(static_cast<size_t>(d) * n, 2, 8);
+  const cpu::PackedMatrix P = cpu::pack_rows({&W}, n);
+  std::vector<float> Y(static_cast<size_t>(M) * d), R(Y.size());
+  K().matmul(X.data(), n, M, P, 0, P.panels(), Y.data(), d);
+  for (int t = 0; t < M; ++t) ref::matmul(R.data() + t * d, X.data() + t * n, W.data(), n, d);
+  EXPECT_TRUE(same_bits(Y, R));
+  // A planted corner value: an all-zero result cannot pass.
+  EXPECT_NE(Y[static_cast<size_t>(M) * d - 1], 0.0f);
+}
+
+// ---- K5, K6
+
+TEST_P(K1_Matmul, FusedPanelsOfConcatenatedMatricesEqualSeparateOnes) {
+  const int n = 48;
+  const auto A = randu(20 * n, 1), B = randu(36 * n, 2), X = randu(3 * n, 3);
+  const auto PA = cpu::pack_rows({&A}, n), PB = cpu::pack_rows({&B}, n), PAB = cpu::pack_rows({&A, &B}, n);
+  std::vector<float> ya(3 * 20), yb(3 * 36), yab(3 * 56);
+  K().matmul(X.data(), n, 3, PA, 0, PA.panels(), ya.data(), 20);
+  K().matmul(X.data(), n, 3, PB, 0, PB.panels(), yb.data(), 36);
+  K().matmul(X.data(), n, 3, PAB, 0, PAB.panels(), yab.data(), 56);
+  for (int t = 0; t < 3; ++t) {
+    EXPECT_EQ(std::memcmp(&yab[t * 56], &ya[t * 20], 20 * 4), 0);
+    EXPECT_EQ(std::memcmp(&yab[t * 56 + 20], &yb[t * 36], 36 * 4), 0);
+  }
+}
+
+using K5_RoPE = CpuKernels;
+TEST_P(K5_RoPE, BitwiseEqualsTheReference) {
+  for (int hd : {8, 32, 64, 70}) {
+    const RopeTable t = make_rope_table(hd, 10000.0f, 5000);
+    for (int pos : {0, 1, 777, 4999}) {
+      auto x = randu(3 * hd, hd + pos, -4, 4), y = x;
+      K().rope(x.data(), 3, hd, t.cos_at(pos), t.sin_at(pos));
+      ref::rope(y.data(), 3, hd, t.cos_at(pos), t.sin_at(pos));
+      ASSERT_TRUE(same_bits(x, y)) << "hd " << hd << " pos " << pos;
+    }
+  }
+}
+
+using K6_Elementwise = CpuKernels;
+TEST_P(K6_Elementwise, SwigluAndAddBitwiseEqualTheReference) {
+  for (int n : {5, 64, 688, 2048}) {
+    auto g = randu(n, n, -120, 120), u = randu(n, n + 1, -3, 3);
+    for (int j = 0; j < n; j += 3) g[j] *= 1.0f / 64;  // the ordinary range too
+    std::vector<float> a(n), b(n);
+    K().swiglu(a.data(), g.data(), u.data(), n);
+    ref::swiglu(b.data(), g.data(), u.data(), n);
+    ASSERT_TRUE(same_bits(a, b)) << "swiglu n " << n;
+    a = g;
+    b = g;
+    K().add(a.data(), u.data(), n);
+    ref::add_inplace(b.data(), u.data(), n);
+    ASSERT_TRUE(same_bits(a, b)) << "add n " << n;
+  }
+}
+
+// ---- K4
+
+using K4_Attention = CpuKernels;
+TEST_P(K4_Attention, EqualsTheSpecBlocksAnchoredAtZero) {
+  for (int hd : {8, 32, 64}) {
+    const int group = 2, kvh = 2, stride = kvh * hd, n = 200;
+    auto kc = randu(static_cast<size_t>(n) * stride, hd, -2, 2), vc = randu(kc.size(), hd + 1);
+    for (int pos : {0, 1, 62, 63, 64, 65, 127, 128, 150}) {
+      // Rows after pos are garbage: a read of them would show.
+      auto K2 = kc, V2 = vc;
+      std::fill(K2.begin() + static_cast<ptrdiff_t>(pos + 1) * stride, K2.end(), NAN);
+      std::fill(V2.begin() + static_cast<ptrdiff_t>(pos + 1) * stride, V2.end(), NAN);
+      const auto q = randu(static_cast<size_t>(group) * hd, pos, -2, 2);
+      for (int g = 0; g < kvh; ++g) {
+        std::vector<float> out(static_cast<size_t>(group) * hd, NAN), spec(out.size());
+        cpu::AttnArgs a{q.data(), K2.data() + g * hd, V2.data() + g * hd, out.data(), pos, stride, hd, group,
+                        1.0f / std::sqrt(static_cast<float>(hd))};
+        K().attention(a);
+        for (int h = 0; h < group; ++h)
+          spec_attention(q.data() + h * hd, K2.data() + g * hd, V2.data() + g * hd, spec.data() + h * hd, pos, stride, hd);
+        ASSERT_TRUE(same_bits(out, spec)) << "hd " << hd << " pos " << pos << " kv head " << g;
+      }
+    }
+  }
+}
+
+TEST_P(K4_Attention, HardAttentionEqualsTheReferenceBitwise) {
+  // Integer scores 1024*scale apart: every weight but the winner's is exp(< -104) = 0 exactly,
+  // in the reference and here, so both return the winning value row bit for bit.
+  for (int hd : {8, 64}) {
+    const int n = 300, stride = hd;
+    std::vector<float> k(static_cast<size_t>(n) * hd, 0.0f), q(hd, 0.0f);
+    const auto v = randu(static_cast<size_t>(n) * hd, 9, -5, 5);
+    q[1] = 1024.0f;
+    for (int pos : {0, 5, 63, 64, 130, 299}) {
+      const int winner = (pos * 7) % (pos + 1);
+      for (int p = 0; p <= pos; ++p) k[static_cast<size_t>(p) * hd + 1] = (p == winner) ? 1.0f : -1.0f;
+      std::vector<float> out(hd), ref(hd), att(n);
+      cpu::AttnArgs a{q.data(), k.data(), v.data(), out.data(), pos, stride, hd, 1,
+                      1.0f / std::sqrt(static_cast<float>(hd))};
+      K().attention(a);
+      ref::attention_head(ref.data(), q.data(), k.data(), v.data(), pos + 1, stride, hd, att.data());
+      ASSERT_TRUE(same_bits(out, ref)) << "hd " << hd << " pos " << pos;
+      ASSERT_EQ(std::memcmp(out.data(), v.data() + static_cast<size_t>(winner) * hd, hd * 4), 0);
+    }
+  }
+}
+
+// ---- K12: observed distance from the reference, reported (no tolerance)
+
+using K12_VsReference = CpuKernels;
+TEST_P(K12_VsReference, PerOpMaxErrorIsReported) {
+  const std::string isa = GetParam().isa;
+  {  // matmul, the bench model's widest reduction
+    const int M = 4, n = 2048, d = 64;
+    const auto X = randu(static_cast<size_t>(M) * n, 1), W = randu(static_cast<size_t>(d) * n, 2);
+    const auto P = cpu::pack_rows({&W}, n);
+    std::vector<float> Y(static_cast<size_t>(M) * d), R(Y.size());
+    K().matmul(X.data(), n, M, P, 0, P.panels(), Y.data(), d);
+    for (int t = 0; t < M; ++t) ref::matmul(R.data() + t * d, X.data() + t * n, W.data(), n, d);
+    float mx = 0;
+    for (float r : R) mx = std::max(mx, std::fabs(r));
+    report(isa + " matmul n=2048", max_abs_diff(Y, R), mx);
+    EXPECT_FALSE(same_bits(Y, R)) << "random inputs should show the fused order";
+  }
+  {  // RMSNorm
+    const int n = 768;
+    const auto x = randu(n, 3, -4, 4), w = randu(n, 4, 0.75f, 1.25f);
+    std::vector<float> a(n), b(n);
+    K().rmsnorm(a.data(), x.data(), w.data(), n, 1e-5f);
+    ref::rmsnorm(b.data(), x.data(), w.data(), n, 1e-5f);
+    report(isa + " rmsnorm n=768", max_abs_diff(a, b), 5.0f);
+  }
+  {  // attention over 1000 keys
+    const int hd = 64, n = 1000;
+    const auto k = randu(static_cast<size_t>(n) * hd, 5, -2, 2), v = randu(k.size(), 6), q = randu(hd, 7, -2, 2);
+    std::vector<float> a(hd), b(hd), att(n);
+    cpu::AttnArgs args{q.data(), k.data(), v.data(), a.data(), n - 1, hd, hd, 1, 0.125f};
+    K().attention(args);
+    ref::attention_head(b.data(), q.data(), k.data(), v.data(), n, hd, hd, att.data());
+    float mx = 0;
+    for (float r : b) mx = std::max(mx, std::fabs(r));
+    report(isa + " attention 1000 keys hd=64", max_abs_diff(a, b), mx);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(, K7_VectorExp, ::testing::ValuesIn(cpu_cases()), case_name);
+INSTANTIATE_TEST_SUITE_P(, K2_CanonicalDot, ::testing::ValuesIn(cpu_cases()), case_name);
+INSTANTIATE_TEST_SUITE_P(, K3_RMSNorm, ::testing::ValuesIn(cpu_cases()), case_name);
+INSTANTIATE_TEST_SUITE_P(, K1_Matmul, ::testing::ValuesIn(cpu_cases()), case_name);
+INSTANTIATE_TEST_SUITE_P(, K5_RoPE, ::testing::ValuesIn(cpu_cases()), case_name);
+INSTANTIATE_TEST_SUITE_P(, K6_Elementwise, ::testing::ValuesIn(cpu_cases()), case_name);
+INSTANTIATE_TEST_SUITE_P(, K4_Attention, ::testing::ValuesIn(cpu_cases()), case_name);
+INSTANTIATE_TEST_SUITE_P(, K12_VsReference, ::testing::ValuesIn(cpu_cases()), case_name);
