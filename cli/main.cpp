@@ -11,6 +11,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   std::vector<akv::cli::Command> commands = {
       akv::cli::add_witness(app),
+      akv::cli::add_campaign(app),
   };
 
   try {

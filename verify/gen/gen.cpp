@@ -6,9 +6,7 @@
 
 namespace akv::gen {
 
-rc::Gen<Token> token() {
-  return rc::gen::weightedOneOf<Token>({{3, rc::gen::inRange<Token>(0, 256)}, {1, rc::gen::inRange<Token>(256, 288)}});
-}
+rc::Gen<Token> token() { return rc::gen::inRange<Token>(0, 288); }
 
 rc::Gen<GenSpan> span(size_t max_len) {
   const size_t mid = std::min<size_t>(max_len, 64);

@@ -11,7 +11,8 @@
 
 namespace akv::gen {
 
-/// A token id in [0, 288): bytes three times in four, specials and reserved ids otherwise.
+/// A token id in [0, 288), uniform: bytes, specials and reserved ids (one in nine is not a
+/// byte); shrinks towards 0.
 rc::Gen<Token> token();
 
 /// A span of `role` with 0..max_len tokens: empty one time in ten, mostly short.

@@ -20,7 +20,14 @@ std::shared_ptr<const Model> model_for(const gen::ModelChoice& m) {
   return cache[key] = make_model(config_by_name(m.config), m.seed);
 }
 
+namespace {
+thread_local std::function<std::unique_ptr<Backend>(std::shared_ptr<const Model>)> g_factory;
+}
+
+void set_backend_factory(std::function<std::unique_ptr<Backend>(std::shared_ptr<const Model>)> f) { g_factory = std::move(f); }
+
 std::unique_ptr<Backend> backend_for(const std::string& name, std::shared_ptr<const Model> model) {
+  if (g_factory) return g_factory(std::move(model));
   return make_backend(name, std::move(model));
 }
 

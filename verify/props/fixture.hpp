@@ -1,6 +1,7 @@
 // What every property does with a generated case: models by choice, sessions built from a
 // conversation, raw chunked runs, and the bitwise comparison of two sessions' state.
 #pragma once
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -14,8 +15,12 @@ namespace akv::prop {
 /// The model of `m`, built once per process per (config, seed).
 std::shared_ptr<const Model> model_for(const gen::ModelChoice& m);
 
-/// A fresh backend `name` on `model` (verify/backends.hpp); Error(kUnknownModel) if unknown.
+/// A fresh backend `name` on `model` (verify/backends.hpp), or from the factory of the
+/// running property's Context when it has one; Error(kUnknownModel) if unknown.
 std::unique_ptr<Backend> backend_for(const std::string& name, std::shared_ptr<const Model> model);
+
+/// Sets the factory backend_for uses (null: by name); the harness sets it per property run.
+void set_backend_factory(std::function<std::unique_ptr<Backend>(std::shared_ptr<const Model>)> f);
 
 /// Appends every non-empty span of `conv` whose index is not in `skip` (sorted), one
 /// append per span, span id = index.

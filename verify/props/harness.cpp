@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "verify/props/fixture.hpp"
 #include "verify/props/registry.hpp"
 
 // Two functions of librapidcheck that its public headers do not declare (rapidcheck
@@ -55,6 +56,7 @@ rc::detail::TestParams default_params() {
 Outcome run_property(const PropertyDef& p, const Context& ctx, const rc::detail::TestParams& params,
                      rc::detail::TestListener* listener) {
   g_failed.reset();
+  set_backend_factory(ctx.factory);
   auto testable = [&p, &ctx]() {
     g_pending.reset();
     try {
@@ -75,6 +77,7 @@ Outcome run_property(const PropertyDef& p, const Context& ctx, const rc::detail:
   rc::detail::TestListener& l = listener ? *listener : rc::detail::globalTestListener();
   const rc::detail::TestResult result = rc::detail::checkProperty(rc::detail::toProperty(testable), meta, params, l,
                                                                   rc::detail::configuration().reproduce);
+  set_backend_factory(nullptr);
   Outcome o;
   std::ostringstream msg;
   rc::detail::printResultMessage(result, msg);

@@ -4,19 +4,24 @@
 #include <rapidcheck.h>
 
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "reference/backend.hpp"
 #include "verify/gen/case.hpp"
 #include "verify/gen/profile.hpp"
 
 namespace akv::prop {
 
-/// What a property runs against: a backend by name and a generator profile.
+/// What a property runs against: a backend by name and a generator profile. `factory`,
+/// when set, makes the backends instead of verify/backends.hpp (the suite's own tests use
+/// it to run the properties against deliberately broken backends).
 struct Context {
   std::string backend = "reference";
   gen::Profile profile = gen::ci_profile();
+  std::function<std::unique_ptr<Backend>(std::shared_ptr<const Model>)> factory;
 };
 
 /// A generated case in the form `akv witness` re-runs: conversation, spans to evict (indexes,

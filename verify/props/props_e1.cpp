@@ -49,6 +49,9 @@ void check_request(const Context& ctx, const gen::ModelChoice& mc, const gen::Ge
   const gen::GenSpan extra = *gen::span(16);
   if (extra.tokens.empty()) return;
   const SpanId next = conv.spans.size();
+  gen::GenConversation with_extra = conv;
+  with_extra.spans.push_back(extra);
+  note_case({mc, with_extra, req.spans, "E1: evict the spans at once, compare with a never-shown build, then append the last span to both"});
   const std::vector<float> a = poisoned.append(next, extra.tokens), b = never.append(next, extra.tokens);
   RC_ASSERT(a.size() == b.size());
   RC_ASSERT(std::equal(a.begin(), a.end(), b.begin(), [](float x, float y) { return std::memcmp(&x, &y, sizeof x) == 0; }));

@@ -41,22 +41,32 @@ void check_moves(const Context& ctx, const gen::ModelChoice& mc, const gen::GenC
   RC_ASSERT(moved);
 }
 
+// A request that evicts a token and keeps one, where the shape allows (else any request:
+// check_moves tags the cases where E2 does not apply).
+gen::EvictRequest applicable_request(const gen::GenConversation& conv) {
+  if (conv.nonempty().size() < 2) return *gen::evict_request(conv);
+  return *rc::gen::suchThat(gen::evict_request(conv), [&](const gen::EvictRequest& r) {
+    const size_t n = live_ids(conv, r.spans).size();
+    return n > 0 && n < conv.nonempty().size();
+  });
+}
+
 void default_weights(const Context& ctx) {
-  Drawn c = draw_case(ctx);
+  Drawn c = draw_case(ctx, 2);
   const size_t budget = gen::budget_for(ctx.profile, gen::ModelChoice{});
-  if (c.model.config != "tiny") c.conv = *gen::conversation(ctx.profile, budget);
+  if (c.model.config != "tiny") c.conv = *gen::conversation(ctx.profile, budget, 2);
   c.model = gen::ModelChoice{};  // tiny, weight seed 1: the witness's defaults
-  check_moves(ctx, c.model, c.conv, *gen::evict_request(c.conv));
+  check_moves(ctx, c.model, c.conv, applicable_request(c.conv));
 }
 
 void drawn_weights(const Context& ctx) {
-  const Drawn c = draw_case(ctx);
-  check_moves(ctx, c.model, c.conv, *gen::evict_request(c.conv));
+  const Drawn c = draw_case(ctx, 2);
+  check_moves(ctx, c.model, c.conv, applicable_request(c.conv));
 }
 
 void real_conversations(const Context& ctx) {
-  Drawn c = draw_case(ctx, 1, true);
-  check_moves(ctx, c.model, c.conv, *gen::evict_request(c.conv));
+  Drawn c = draw_case(ctx, 2, true);
+  check_moves(ctx, c.model, c.conv, applicable_request(c.conv));
 }
 
 }  // namespace

@@ -81,6 +81,8 @@ struct Append : Cmd {
     const size_t n = *rc::gen::inRange<size_t>(1, std::min<size_t>(48, m.budget - m.size) + 1);
     tokens = *rc::gen::container<std::vector<Token>>(n, gen::token());
   }
+  // Checked again on every shrink: a shorter sequence must still fit the budget.
+  void checkPreconditions(const CacheModel& m) const override { RC_PRE(m.size + tokens.size() <= m.budget); }
   void apply(CacheModel& m) const override {
     m.visible.push_back({m.next_id++, tokens});
     m.size += tokens.size();
@@ -101,6 +103,7 @@ struct Decode : Cmd {
     RC_PRE(!m.visible.empty() && m.size < m.budget);
     token = *gen::token();
   }
+  void checkPreconditions(const CacheModel& m) const override { RC_PRE(!m.visible.empty() && m.size < m.budget); }
   void apply(CacheModel& m) const override {
     m.visible.back().tokens.push_back(token);
     m.size += 1;
@@ -123,6 +126,10 @@ struct Evict : Cmd {
     gen::GenConversation shape;
     shape.spans.resize(m.visible.size());
     for (size_t i : (*gen::evict_request(shape)).spans) ids.push_back(m.visible[i].id);
+  }
+  void checkPreconditions(const CacheModel& m) const override {
+    for (SpanId id : ids)
+      RC_PRE(std::any_of(m.visible.begin(), m.visible.end(), [&](const VisibleSpan& v) { return v.id == id; }));
   }
   void apply(CacheModel& m) const override {
     std::vector<VisibleSpan> kept;
@@ -179,6 +186,10 @@ struct BadEvict : Cmd {
   explicit BadEvict(const CacheModel& m) {
     was_evicted = !m.evicted.empty() && *rc::gen::arbitrary<bool>();
     id = was_evicted ? *rc::gen::elementOf(m.evicted) : m.next_id + *rc::gen::inRange<SpanId>(0, 1000);
+  }
+  void checkPreconditions(const CacheModel& m) const override {
+    const bool ok = was_evicted ? m.evicted.count(id) != 0 : id >= m.next_id;
+    RC_PRE(ok);
   }
   void run(const CacheModel& m, Sut& sut) const override {
     const std::string before = session_state_sha256(*sut.session);
