@@ -14,7 +14,7 @@
 namespace akv::test {
 namespace {
 
-prop::Outcome run_on_mutant(const std::string& id, Mutation m) {
+prop::Outcome run_on_mutant(const std::string& id, Mutation m, const std::string& reproduce = "") {
   const prop::PropertyDef* p = prop::find_property(id);
   EXPECT_NE(p, nullptr);
   prop::Context ctx;
@@ -30,7 +30,7 @@ prop::Outcome run_on_mutant(const std::string& id, Mutation m) {
     void onTestFinished(const rc::detail::TestMetadata&, const rc::detail::TestResult&) override {}
   } silent;
   quiet = &silent;
-  return prop::run_property(*p, ctx, params, quiet);
+  return prop::run_property(*p, ctx, params, quiet, reproduce);
 }
 
 TEST(I1_PropTeeth, ChunkSensitiveBackendIsCaughtAndShrunk) {
@@ -68,6 +68,19 @@ TEST(E1_PropTeeth, WarmStateBackendIsCaughtShrunkAndWitnessed) {
   const std::string path = prop::write_counterexample(dir, "e1.json", f);
   const std::string cmd = std::string(AKV_CLI) + " witness " + path + " " + f.witness_args + " > /dev/null";
   EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+}
+
+TEST(I1_PropTeeth, ReproduceStringReplaysTheShrunkCase) {
+  const prop::Outcome o = run_on_mutant("I1_PropInvariance.Chunkings", Mutation::kChunkSensitive);
+  ASSERT_FALSE(o.passed);
+  ASSERT_EQ(o.reproduce.rfind("reproduce=", 0), 0u);
+  const prop::Outcome again = run_on_mutant("I1_PropInvariance.Chunkings", Mutation::kChunkSensitive,
+                                            o.reproduce.substr(std::string("reproduce=").size()));
+  ASSERT_FALSE(again.passed);
+  ASSERT_TRUE(again.counterexample.has_value());
+  EXPECT_EQ(again.cases, 0);  // the replay runs the shrunk case only
+  EXPECT_EQ(again.counterexample->conv.total_tokens(), o.counterexample->conv.total_tokens());
+  EXPECT_EQ(again.message.substr(again.message.find('\n')), o.message.substr(o.message.find('\n')));
 }
 
 TEST(I1_PropTeeth, WarmStateBackendFailsEarlierWork) {

@@ -12,6 +12,7 @@
 namespace rc::detail {
 TestListener& globalTestListener();
 std::string reproduceMapToString(const std::unordered_map<std::string, Reproduce>& reproduceMap);
+std::unordered_map<std::string, Reproduce> stringToReproduceMap(const std::string& str);
 }  // namespace rc::detail
 
 namespace akv::prop {
@@ -54,7 +55,7 @@ rc::detail::TestParams default_params() {
 }
 
 Outcome run_property(const PropertyDef& p, const Context& ctx, const rc::detail::TestParams& params,
-                     rc::detail::TestListener* listener) {
+                     rc::detail::TestListener* listener, const std::string& reproduce) {
   g_failed.reset();
   set_backend_factory(ctx.factory);
   auto testable = [&p, &ctx]() {
@@ -75,8 +76,8 @@ Outcome run_property(const PropertyDef& p, const Context& ctx, const rc::detail:
   meta.id = rc_id(p, ctx.backend);
   meta.description = p.summary;
   rc::detail::TestListener& l = listener ? *listener : rc::detail::globalTestListener();
-  const rc::detail::TestResult result = rc::detail::checkProperty(rc::detail::toProperty(testable), meta, params, l,
-                                                                  rc::detail::configuration().reproduce);
+  const auto replay = reproduce.empty() ? rc::detail::configuration().reproduce : rc::detail::stringToReproduceMap(reproduce);
+  const rc::detail::TestResult result = rc::detail::checkProperty(rc::detail::toProperty(testable), meta, params, l, replay);
   set_backend_factory(nullptr);
   Outcome o;
   std::ostringstream msg;

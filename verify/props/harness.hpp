@@ -74,7 +74,9 @@ rc::detail::TestParams default_params();
 /// Runs `p` under `ctx` with `params`, reporting each case to `listener` (null: RapidCheck's
 /// global listener, which prints the reproduce string at exit). RC_PARAMS reproduce= entries
 /// for rc_id(p, ctx.backend) replay a recorded failure.
+/// `reproduce` (the text after "reproduce=" of an Outcome's reproduce string), when given,
+/// replaces RC_PARAMS' reproduce map.
 Outcome run_property(const PropertyDef& p, const Context& ctx, const rc::detail::TestParams& params,
-                     rc::detail::TestListener* listener = nullptr);
+                     rc::detail::TestListener* listener = nullptr, const std::string& reproduce = "");
 
 }  // namespace akv::prop

@@ -44,6 +44,7 @@ void check_request(const Context& ctx, const gen::ModelChoice& mc, const gen::Ge
   }
   const std::string d = state_diff(poisoned, never);
   RC_ASSERT(d == std::string());
+  if (never.spans().empty()) RC_ASSERT_THROWS_AS((void)poisoned.logits(), Error);  // kEmptyCache, as never
 
   // Every logit produced afterwards: one more span, appended to both.
   const gen::GenSpan extra = *gen::span(16);
