@@ -14,5 +14,6 @@ struct Command {
 
 Command add_witness(CLI::App& app);
 Command add_bounds(CLI::App& app);
+Command add_campaign(CLI::App& app);
 
 }  // namespace akv::cli

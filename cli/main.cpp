@@ -12,6 +12,7 @@ int main(int argc, char** argv) {
   std::vector<akv::cli::Command> commands = {
       akv::cli::add_witness(app),
       akv::cli::add_bounds(app),
+      akv::cli::add_campaign(app),
   };
 
   try {

@@ -39,6 +39,22 @@ std::string content_text(const json& m, const std::string& where) {
   return s;
 }
 
+// "tokens": a non-empty array of ids in [0, 2^31); exclusive with the text fields.
+std::vector<Token> raw_tokens(const json& m, const Message& msg, const std::string& where) {
+  const json& t = m["tokens"];
+  if (!t.is_array()) bad(where + ".tokens", "expected an array of token ids");
+  if (t.empty()) bad(where + ".tokens", "empty: a span holds at least one token (leave the message out instead)");
+  if (!msg.content.empty() || !msg.name.empty() || !msg.tool_call_id.empty() || !msg.tool_calls.empty())
+    bad(where + ".tokens", "a message with raw tokens carries no content, name, tool_call_id or tool_calls");
+  std::vector<Token> out;
+  for (size_t i = 0; i < t.size(); ++i) {
+    if (!t[i].is_number_integer() || t[i].get<long long>() < 0 || t[i].get<long long>() > 0x7fffffffLL)
+      bad(where + ".tokens[" + std::to_string(i) + "]", "expected a token id, an integer in [0, 2^31)");
+    out.push_back(static_cast<Token>(t[i].get<long long>()));
+  }
+  return out;
+}
+
 Message parse_message(const json& m, const std::string& where) {
   if (!m.is_object()) bad(where, "expected an object");
   if (!m.contains("role") || !m["role"].is_string()) bad(where + ".role", "missing or not a string");
@@ -66,6 +82,7 @@ Message parse_message(const json& m, const std::string& where) {
       msg.tool_calls.push_back(std::move(call));
     }
   }
+  if (m.contains("tokens") && !m["tokens"].is_null()) msg.tokens = raw_tokens(m, msg, where);
   return msg;
 }
 }  // namespace
@@ -113,6 +130,7 @@ Conversation load_conversation(const std::string& path) {
 }
 
 std::vector<Token> encode_message(const Message& m) {
+  if (m.tokens) return *m.tokens;
   std::vector<Token> t;
   if (m.role == "system") t.push_back(tok::kSystem);
   else if (m.role == "user") t.push_back(tok::kUser);
@@ -145,6 +163,10 @@ std::vector<Token> encode_message(const Message& m) {
 std::string conversation_to_json(const Conversation& c) {
   json ms = json::array();
   for (const Message& m : c.messages) {
+    if (m.tokens) {
+      ms.push_back({{"role", m.role}, {"tokens", *m.tokens}});
+      continue;
+    }
     json o = {{"role", m.role}, {"content", m.content}};
     if (!m.name.empty()) o["name"] = m.name;
     if (!m.tool_call_id.empty()) o["tool_call_id"] = m.tool_call_id;

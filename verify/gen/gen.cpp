@@ -1,0 +1,164 @@
+#include "verify/gen/gen.hpp"
+
+#include <algorithm>
+
+#include "verify/gen/real.hpp"
+
+namespace akv::gen {
+
+rc::Gen<Token> token() { return rc::gen::inRange<Token>(0, 288); }
+
+rc::Gen<GenSpan> span(size_t max_len) {
+  const size_t mid = std::min<size_t>(max_len, 64);
+  rc::Gen<size_t> len = rc::gen::weightedOneOf<size_t>({
+      {1, rc::gen::just<size_t>(0)},
+      {4, rc::gen::inRange<size_t>(std::min<size_t>(1, max_len), std::min<size_t>(8, max_len) + 1)},
+      {3, rc::gen::inRange<size_t>(std::min<size_t>(1, max_len), mid + 1)},
+      {2, rc::gen::inRange<size_t>(std::min<size_t>(1, max_len), max_len + 1)},
+  });
+  rc::Gen<Role> role = rc::gen::element(Role::kUser, Role::kAssistant, Role::kTool, Role::kSystem);
+  return rc::gen::apply(
+      [](Role r, std::vector<Token> t) { return GenSpan{r, std::move(t)}; }, role,
+      rc::gen::mapcat(len, [](size_t n) { return rc::gen::container<std::vector<Token>>(n, token()); }));
+}
+
+namespace {
+GenConversation trim(GenConversation c, size_t budget) {
+  size_t used = 0;
+  for (size_t i = 0; i < c.spans.size(); ++i) {
+    auto& t = c.spans[i].tokens;
+    if (used + t.size() > budget) {
+      t.resize(budget - used);
+      c.spans.resize(i + 1);
+      break;
+    }
+    used += t.size();
+  }
+  return c;
+}
+}  // namespace
+
+rc::Gen<GenConversation> conversation(const Profile& p, size_t budget, size_t min_nonempty) {
+  const rc::Gen<GenSpan> one = span(p.max_span_len);
+  const size_t max_spans = p.max_spans;
+  auto spans = rc::gen::withSize([=](int size) {
+    const int k = 1 + static_cast<int>((static_cast<size_t>(std::max(size, 0)) * (max_spans - 1)) / 100);
+    return rc::gen::resize(std::min<int>(k, static_cast<int>(max_spans)),
+                           rc::gen::nonEmpty(rc::gen::container<std::vector<GenSpan>>(one)));
+  });
+  auto conv = rc::gen::map(spans, [=](std::vector<GenSpan> s) { return trim(GenConversation{std::move(s)}, budget); });
+  return rc::gen::suchThat(conv, [=](const GenConversation& c) { return c.nonempty().size() >= min_nonempty; });
+}
+
+rc::Gen<ModelChoice> model_choice(const Profile& p) {
+  const uint64_t max_seed = p.max_seed;
+  auto seed = rc::gen::weightedOneOf<uint64_t>({{1, rc::gen::just<uint64_t>(1)}, {3, rc::gen::inRange<uint64_t>(1, max_seed + 1)}});
+  auto config = rc::gen::weightedOneOf<std::string>(
+      {{static_cast<size_t>(1000 - p.small_per_mille), rc::gen::just<std::string>("tiny")},
+       {static_cast<size_t>(std::max(p.small_per_mille, 0)), rc::gen::just<std::string>("small")}});
+  return rc::gen::apply([](std::string c, uint64_t s) { return ModelChoice{std::move(c), s}; }, config, seed);
+}
+
+size_t budget_for(const Profile& p, const ModelChoice& m) { return m.config == "small" ? p.small_max_total : p.max_total; }
+
+rc::Gen<GenConversation> real_conversation(const Profile& p, size_t budget) {
+  const std::vector<GenConversation>& all = real_conversations();
+  if (all.empty()) return conversation(p, budget);
+  const size_t cap = std::max<size_t>(p.max_span_len, 2);
+  return rc::gen::exec([=, &all]() {
+    const GenConversation& src = all[*rc::gen::inRange<size_t>(0, all.size())];
+    const size_t first = *rc::gen::inRange<size_t>(0, src.spans.size());
+    const size_t count = *rc::gen::inRange<size_t>(1, std::min(src.spans.size() - first, p.max_spans) + 1);
+    GenConversation c;
+    size_t used = 0;
+    for (size_t i = first; i < first + count && used < budget; ++i) {
+      GenSpan s = src.spans[i];
+      if (s.tokens.size() > cap) {
+        const Token end = s.tokens.back();
+        s.tokens.resize(cap - 1);
+        s.tokens.push_back(end);
+      }
+      if (used + s.tokens.size() > budget) s.tokens.resize(budget - used);
+      used += s.tokens.size();
+      c.spans.push_back(std::move(s));
+    }
+    return c;
+  });
+}
+
+namespace {
+std::vector<size_t> iota(size_t from, size_t to) {
+  std::vector<size_t> v;
+  for (size_t i = from; i < to; ++i) v.push_back(i);
+  return v;
+}
+}  // namespace
+
+rc::Gen<EvictRequest> evict_request(const GenConversation& conv) {
+  const size_t n = conv.spans.size();
+  return rc::gen::exec([n]() {
+    RequestKind kind = *rc::gen::element(RequestKind::kOne, RequestKind::kAdjacent, RequestKind::kNonAdjacent, RequestKind::kFirst,
+                                         RequestKind::kLast, RequestKind::kAll, RequestKind::kAllButOne, RequestKind::kAny);
+    if ((kind == RequestKind::kAdjacent || kind == RequestKind::kAllButOne) && n < 2) kind = RequestKind::kOne;
+    if (kind == RequestKind::kNonAdjacent && n < 3) kind = RequestKind::kAny;
+    EvictRequest r{kind, {}};
+    switch (kind) {
+      case RequestKind::kOne: r.spans = {*rc::gen::inRange<size_t>(0, n)}; break;
+      case RequestKind::kFirst: r.spans = {0}; break;
+      case RequestKind::kLast: r.spans = {n - 1}; break;
+      case RequestKind::kAll: r.spans = iota(0, n); break;
+      case RequestKind::kAdjacent: {
+        const size_t start = *rc::gen::inRange<size_t>(0, n - 1);
+        const size_t len = *rc::gen::inRange<size_t>(2, n - start + 1);
+        r.spans = iota(start, start + len);
+        break;
+      }
+      case RequestKind::kAllButOne: {
+        const size_t keep = *rc::gen::inRange<size_t>(0, n);
+        for (size_t i = 0; i < n; ++i)
+          if (i != keep) r.spans.push_back(i);
+        break;
+      }
+      case RequestKind::kNonAdjacent: {
+        // Two or more spans, every two of them at least one span apart.
+        size_t prev = *rc::gen::inRange<size_t>(0, n - 2);
+        r.spans.push_back(prev);
+        do {
+          prev = *rc::gen::inRange<size_t>(prev + 2, n);
+          r.spans.push_back(prev);
+        } while (prev + 2 < n && *rc::gen::arbitrary<bool>());
+        break;
+      }
+      case RequestKind::kAny: {
+        std::vector<bool> in(n, false);
+        in[*rc::gen::inRange<size_t>(0, n)] = true;
+        for (size_t i : *rc::gen::container<std::vector<size_t>>(rc::gen::inRange<size_t>(0, n))) in[i] = true;
+        for (size_t i = 0; i < n; ++i)
+          if (in[i]) r.spans.push_back(i);
+        break;
+      }
+    }
+    return r;
+  });
+}
+
+rc::Gen<Chunking> chunking(const GenConversation& conv, ChunkKind kind) {
+  const size_t n = conv.total_tokens();
+  if (kind != ChunkKind::kRandomCuts || n < 2) return rc::gen::just(make_chunking(kind, conv));
+  auto cuts = rc::gen::container<std::vector<size_t>>(rc::gen::inRange<size_t>(1, n));
+  return rc::gen::map(cuts, [conv](std::vector<size_t> c) {
+    std::sort(c.begin(), c.end());
+    c.erase(std::unique(c.begin(), c.end()), c.end());
+    return make_chunking(ChunkKind::kRandomCuts, conv, c);
+  });
+}
+
+rc::Gen<std::vector<size_t>> permutation(std::vector<size_t> items) {
+  return rc::gen::exec([items]() {
+    std::vector<size_t> v = items;
+    for (size_t i = v.size(); i > 1; --i) std::swap(v[i - 1], v[*rc::gen::inRange<size_t>(0, i)]);
+    return v;
+  });
+}
+
+}  // namespace akv::gen

@@ -1,0 +1,112 @@
+#include "verify/props/fixture.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <mutex>
+
+#include "verify/backends.hpp"
+#include "verify/compare.hpp"
+
+namespace akv::prop {
+
+std::shared_ptr<const Model> model_for(const gen::ModelChoice& m) {
+  static std::mutex mu;
+  static std::map<std::pair<std::string, uint64_t>, std::shared_ptr<const Model>> cache;
+  std::lock_guard<std::mutex> lock(mu);
+  const auto key = std::make_pair(m.config, m.seed);
+  if (auto it = cache.find(key); it != cache.end()) return it->second;
+  if (cache.size() >= 64) cache.clear();  // bound the memory of a long campaign
+  return cache[key] = make_model(config_by_name(m.config), m.seed);
+}
+
+namespace {
+thread_local std::function<std::unique_ptr<Backend>(std::shared_ptr<const Model>)> g_factory;
+}
+
+void set_backend_factory(std::function<std::unique_ptr<Backend>(std::shared_ptr<const Model>)> f) { g_factory = std::move(f); }
+
+std::unique_ptr<Backend> backend_for(const std::string& name, std::shared_ptr<const Model> model) {
+  if (g_factory) return g_factory(std::move(model));
+  return make_backend(name, std::move(model));
+}
+
+void build(Session& s, const gen::GenConversation& conv, const std::vector<size_t>& skip) {
+  for (size_t i = 0; i < conv.spans.size(); ++i)
+    if (!conv.spans[i].tokens.empty() && !std::binary_search(skip.begin(), skip.end(), i)) s.append(i, conv.spans[i].tokens);
+}
+
+std::vector<SpanId> live_ids(const gen::GenConversation& conv, const std::vector<size_t>& request) {
+  std::vector<SpanId> ids;
+  for (size_t i : request)
+    if (!conv.spans[i].tokens.empty()) ids.push_back(i);
+  return ids;
+}
+
+namespace {
+std::string rows_diff(const char* what, int layer, const float* a, const float* b, size_t n, size_t dim) {
+  for (size_t p = 0; p < n; ++p) {
+    const Diff d = compare({a + p * dim, dim}, {b + p * dim, dim});
+    if (!d.bitwise_equal)
+      return std::string(what) + " of layer " + std::to_string(layer) + " differs first at entry " + std::to_string(p) +
+             " (max|delta| " + std::to_string(d.max_abs) + ")";
+  }
+  return {};
+}
+}  // namespace
+
+std::string cache_diff(const KVCache& a, const KVCache& b) {
+  if (a.size() != b.size()) return "cache sizes differ: " + std::to_string(a.size()) + " vs " + std::to_string(b.size());
+  if (a.n_layers() != b.n_layers() || a.kv_dim() != b.kv_dim()) return "cache shapes differ";
+  const size_t dim = static_cast<size_t>(a.kv_dim());
+  for (int l = 0; l < a.n_layers(); ++l) {
+    std::string d = rows_diff("K", l, a.k(l), b.k(l), a.size(), dim);
+    if (d.empty()) d = rows_diff("V", l, a.v(l), b.v(l), a.size(), dim);
+    if (!d.empty()) return d;
+  }
+  return {};
+}
+
+std::string state_diff(const Session& a, const Session& b) {
+  std::string d = cache_diff(a.cache(), b.cache());
+  if (!d.empty()) return d;
+  if (a.tokens() != b.tokens()) return "entry tokens differ";
+  if (a.entry_spans() != b.entry_spans()) return "entry span ids differ";
+  if (a.spans().size() != b.spans().size()) return "span tables differ in length";
+  for (size_t i = 0; i < a.spans().size(); ++i) {
+    const SpanInfo &x = a.spans()[i], &y = b.spans()[i];
+    if (x.id != y.id || x.start != y.start || x.length != y.length)
+      return "span table differs at row " + std::to_string(i) + ": span " + std::to_string(x.id) + " [" +
+             std::to_string(x.start) + ", +" + std::to_string(x.length) + ") vs span " + std::to_string(y.id) + " [" +
+             std::to_string(y.start) + ", +" + std::to_string(y.length) + ")";
+  }
+  if (a.spans().empty()) return {};
+  const Diff l = compare(a.logits(), b.logits());
+  if (!l.bitwise_equal) return "next-token logits differ (max|delta| " + std::to_string(l.max_abs) + ")";
+  return {};
+}
+
+KVCache run_chunked(Backend& backend, const std::vector<Token>& tokens, const std::vector<size_t>& lengths,
+                    std::vector<float>& logits) {
+  const size_t vocab = static_cast<size_t>(backend.model().config.vocab);
+  KVCache cache(backend.model().config);
+  logits.assign(tokens.size() * vocab, 0.0f);
+  size_t at = 0;
+  for (size_t len : lengths) {
+    backend.forward(cache, std::span<const Token>(tokens.data() + at, len), std::span<float>(logits.data() + at * vocab, len * vocab));
+    at += len;
+  }
+  return cache;
+}
+
+std::vector<float> prefix_bytes(const KVCache& c, size_t n) {
+  std::vector<float> out;
+  const size_t count = std::min(n, c.size()) * static_cast<size_t>(c.kv_dim());
+  for (int l = 0; l < c.n_layers(); ++l) {
+    out.insert(out.end(), c.k(l), c.k(l) + count);
+    out.insert(out.end(), c.v(l), c.v(l) + count);
+  }
+  return out;
+}
+
+}  // namespace akv::prop

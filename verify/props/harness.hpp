@@ -1,0 +1,82 @@
+// The property registry and runner shared by the GoogleTest suite (tests/properties/) and
+// `akv campaign` (spec/properties.md): each property is defined once, run by either.
+#pragma once
+#include <rapidcheck.h>
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "reference/backend.hpp"
+#include "verify/gen/case.hpp"
+#include "verify/gen/profile.hpp"
+
+namespace akv::prop {
+
+/// What a property runs against: a backend by name and a generator profile. `factory`,
+/// when set, makes the backends instead of verify/backends.hpp (the suite's own tests use
+/// it to run the properties against deliberately broken backends).
+struct Context {
+  std::string backend = "reference";
+  gen::Profile profile = gen::ci_profile();
+  std::function<std::unique_ptr<Backend>(std::shared_ptr<const Model>)> factory;
+};
+
+/// A generated case in the form `akv witness` re-runs: conversation, spans to evict (indexes,
+/// possibly of empty spans), model; `note` says what was compared (e.g. a command log).
+struct Counterexample {
+  gen::ModelChoice model;
+  gen::GenConversation conv;
+  std::vector<size_t> evict;
+  std::string note;
+};
+
+/// Called by a property body once its case is drawn (again when it changes); the last one
+/// noted in a failing run becomes that run's counterexample. After shrinking the last
+/// failing run is the minimal one.
+void note_case(Counterexample c);
+
+/// One property: GoogleTest suite name (starts with the clause id and '_'), test name,
+/// one-line summary, and the body (RapidCheck assertions; draws with `*gen`).
+struct PropertyDef {
+  std::string suite;
+  std::string name;
+  std::string summary;
+  std::function<void(const Context&)> body;
+  /// "Suite.Name".
+  std::string id() const { return suite + "." + name; }
+};
+
+/// Every property, in a stable order.
+const std::vector<PropertyDef>& properties();
+
+/// The property with id "Suite.Name", or nullptr.
+const PropertyDef* find_property(const std::string& id);
+
+/// The result of running one property.
+struct Outcome {
+  bool passed = false;
+  int cases = 0;                       // successful cases run
+  std::string message;                 // RapidCheck's result message (counterexample included)
+  std::string reproduce;               // RC_PARAMS value that replays the failure, "" if passed
+  std::optional<Counterexample> counterexample;  // the shrunk case, if the body noted one
+};
+
+/// The RapidCheck id of `p` on `backend`: "Suite/Name/backend" (keys RC_PARAMS reproduce=).
+std::string rc_id(const PropertyDef& p, const std::string& backend);
+
+/// The test parameters of the suite: RapidCheck's configuration (RC_PARAMS), with at least
+/// 200 cases unless RC_PARAMS sets max_success itself.
+rc::detail::TestParams default_params();
+
+/// Runs `p` under `ctx` with `params`, reporting each case to `listener` (null: RapidCheck's
+/// global listener, which prints the reproduce string at exit). RC_PARAMS reproduce= entries
+/// for rc_id(p, ctx.backend) replay a recorded failure.
+/// `reproduce` (the text after "reproduce=" of an Outcome's reproduce string), when given,
+/// replaces RC_PARAMS' reproduce map.
+Outcome run_property(const PropertyDef& p, const Context& ctx, const rc::detail::TestParams& params,
+                     rc::detail::TestListener* listener = nullptr, const std::string& reproduce = "");
+
+}  // namespace akv::prop

@@ -1,0 +1,96 @@
+// I1 (spec/theorems.md): a token's K, V and logits depend on the token sequence up to it and
+// nothing else: not the chunking into calls, not scratch contents, not earlier work.
+#include <limits>
+
+#include "verify/props/bits.hpp"
+#include "verify/props/draw.hpp"
+#include "verify/props/fixture.hpp"
+#include "verify/props/registry.hpp"
+
+namespace akv::prop {
+
+namespace {
+
+// One call, one call per span, random cut points, token by token: same cache, same rows.
+void chunkings(const Context& ctx) {
+  const Drawn c = draw_case(ctx);
+  const gen::Chunking cuts = *gen::chunking(c.conv, gen::ChunkKind::kRandomCuts);
+  note_case({c.model, c.conv, {}, "I1: chunkings one-call / per-span / random cuts / token-by-token"});
+  const std::vector<Token> toks = c.conv.tokens_without({});
+  auto model = model_for(c.model);
+  auto b = backend_for(ctx.backend, model);
+  std::vector<float> ref_logits;
+  const KVCache ref = run_chunked(*b, toks, gen::make_chunking(gen::ChunkKind::kOneCall, c.conv).lengths, ref_logits);
+  for (const gen::Chunking& ch : {gen::make_chunking(gen::ChunkKind::kPerSpan, c.conv), cuts,
+                                  gen::make_chunking(gen::ChunkKind::kTokenByToken, c.conv)}) {
+    std::vector<float> logits;
+    auto fresh = backend_for(ctx.backend, model);
+    const KVCache cache = run_chunked(*fresh, toks, ch.lengths, logits);
+    RC_ASSERT(cache_diff(cache, ref) == std::string());
+    RC_ASSERT(same_bits(logits, ref_logits));
+  }
+  // Through a session, one append per span: the same cache and the last row as next logits.
+  Session s(*b);
+  build(s, c.conv);
+  RC_ASSERT(cache_diff(s.cache(), ref) == std::string());
+  const size_t vocab = static_cast<size_t>(model->config.vocab);
+  RC_ASSERT(same_bits(std::vector<float>(s.logits().begin(), s.logits().end()),
+                      std::vector<float>(ref_logits.end() - static_cast<std::ptrdiff_t>(vocab), ref_logits.end())));
+}
+
+// Scratch filled with NaN, with a huge value, or left alone: the same bits.
+void poisoned_scratch(const Context& ctx) {
+  const Drawn c = draw_case(ctx);
+  const gen::Chunking cuts = *gen::chunking(c.conv, gen::ChunkKind::kRandomCuts);
+  note_case({c.model, c.conv, {}, "I1: scratch poisoned with NaN / 3e38 / untouched"});
+  const std::vector<Token> toks = c.conv.tokens_without({});
+  auto model = model_for(c.model);
+  std::vector<float> base_logits;
+  auto b0 = backend_for(ctx.backend, model);
+  b0->set_scratch_poison(std::nullopt);
+  const KVCache base = run_chunked(*b0, toks, cuts.lengths, base_logits);
+  for (float poison : {std::numeric_limits<float>::quiet_NaN(), 3e38f, -0.0f}) {
+    auto b = backend_for(ctx.backend, model);
+    b->set_scratch_poison(poison);
+    std::vector<float> logits;
+    const KVCache cache = run_chunked(*b, toks, cuts.lengths, logits);
+    RC_ASSERT(cache_diff(cache, base) == std::string());
+    RC_ASSERT(same_bits(logits, base_logits));
+  }
+}
+
+// A backend that first served an unrelated session, and then serves ours interleaved with
+// it call by call, gives the bits of a fresh backend.
+void earlier_work(const Context& ctx) {
+  const Drawn c = draw_case(ctx);
+  const gen::GenConversation other = *gen::conversation(ctx.profile, gen::budget_for(ctx.profile, c.model));
+  note_case({c.model, c.conv, {}, "I1: after and interleaved with an unrelated session on the same backend"});
+  auto model = model_for(c.model);
+  auto fresh = backend_for(ctx.backend, model), shared = backend_for(ctx.backend, model);
+  Session alone(*fresh);
+  build(alone, c.conv);
+  Session before(*shared), mine(*shared), beside(*shared);
+  build(before, other);
+  size_t j = 0;
+  for (size_t i = 0; i < c.conv.spans.size(); ++i) {
+    if (c.conv.spans[i].tokens.empty()) continue;
+    mine.append(i, c.conv.spans[i].tokens);
+    while (j < other.spans.size() && other.spans[j].tokens.empty()) ++j;
+    if (j < other.spans.size()) beside.append(j, other.spans[j].tokens), ++j;
+  }
+  RC_ASSERT(state_diff(mine, alone) == std::string());
+}
+
+}  // namespace
+
+void add_i1_properties(std::vector<PropertyDef>& v) {
+  v.push_back({"I1_PropInvariance", "Chunkings",
+               "one call, one call per span, random cuts and token by token give the same cache and logit rows", chunkings});
+  v.push_back({"I1_PropInvariance", "PoisonedScratch", "results do not depend on scratch contents (NaN, 3e38, -0)",
+               poisoned_scratch});
+  v.push_back({"I1_PropInvariance", "EarlierWork",
+               "results do not depend on an unrelated session served before or interleaved on the same backend",
+               earlier_work});
+}
+
+}  // namespace akv::prop
