@@ -26,8 +26,10 @@ unsigned blocks_for(size_t n, unsigned threads) { return static_cast<unsigned>((
 // and outputs are computed on zeros and never stored; k beyond n is never visited.
 __global__ void __launch_bounds__(kGemmThreads) gemm_kernel(float* out, const float* X, const float* W, int M,
                                                             int n, int d) {
-  __shared__ __align__(16) float xs[kGemmBK][kGemmBM];
-  __shared__ __align__(16) float ws[kGemmBK][kGemmBN];
+  // Rows padded by 4 floats: the k-major stores below hit 2-way instead of 16-way bank
+  // conflicts, and each thread's 4 values stay one aligned float4 load.
+  __shared__ __align__(16) float xs[kGemmBK][kGemmBM + 4];
+  __shared__ __align__(16) float ws[kGemmBK][kGemmBN + 4];
   const int tid = threadIdx.x, tx = tid % (kGemmBN / kGemmTN), ty = tid / (kGemmBN / kGemmTN);
   const int m0 = blockIdx.y * kGemmBM, i0 = blockIdx.x * kGemmBN;
   float acc[kGemmTM][kGemmTN];
@@ -46,11 +48,9 @@ __global__ void __launch_bounds__(kGemmThreads) gemm_kernel(float* out, const fl
     __syncthreads();
     const int kb = min(kGemmBK, n - k0);
     for (int kk = 0; kk < kb; ++kk) {
-      float a[kGemmTM], b[kGemmTN];
-#pragma unroll
-      for (int t = 0; t < kGemmTM; ++t) a[t] = xs[kk][ty * kGemmTM + t];
-#pragma unroll
-      for (int t = 0; t < kGemmTN; ++t) b[t] = ws[kk][tx * kGemmTN + t];
+      const float4 av = *reinterpret_cast<const float4*>(&xs[kk][ty * kGemmTM]);
+      const float4 bv = *reinterpret_cast<const float4*>(&ws[kk][tx * kGemmTN]);
+      const float a[kGemmTM] = {av.x, av.y, av.z, av.w}, b[kGemmTN] = {bv.x, bv.y, bv.z, bv.w};
 #pragma unroll
       for (int p = 0; p < kGemmTM; ++p)
 #pragma unroll
@@ -70,6 +70,7 @@ __global__ void __launch_bounds__(kGemmThreads) gemm_kernel(float* out, const fl
   }
 }
 static_assert(kGemmBM == kGemmBN, "the tile loader above loads X and W rows with one index");
+static_assert(kGemmTM == 4 && kGemmTN == 4, "each thread reads its a and b as one float4");
 
 // G3. One warp per row: lane partials, the tree on lane 0 (the same tree_sum32 as the host).
 __global__ void rmsnorm_kernel(float* out, const float* x, const float* w, int n, float eps) {
