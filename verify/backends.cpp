@@ -2,15 +2,41 @@
 
 #include "optimized/cpu/cpu_backend.hpp"
 #include "reference/error.hpp"
+#ifdef AKV_HAVE_CUDA_EMU
+#include "optimized/cuda/emu/emu_backend.hpp"
+#endif
+#ifdef AKV_HAVE_CUDA
+#include "optimized/cuda/device/cuda_backend.hpp"
+#endif
 
 namespace akv {
 
-std::vector<std::string> backend_names() { return {"reference", "cpu"}; }
+// "cuda" is listed only when a device is present at run time, so suites parameterised over
+// backend_names() pass on CPU-only machines (spec/kernels-cuda.md G9).
+std::vector<std::string> backend_names() {
+  std::vector<std::string> names{"reference", "cpu"};
+#ifdef AKV_HAVE_CUDA_EMU
+  names.push_back("cuda-emu");
+#endif
+#ifdef AKV_HAVE_CUDA
+  if (cuda_device_count() > 0) names.push_back("cuda");
+#endif
+  return names;
+}
 
 std::unique_ptr<Backend> make_backend(const std::string& name, std::shared_ptr<const Model> model,
                                       const BackendOptions& opt) {
   if (name == "reference") return make_reference_backend(std::move(model));
   if (name == "cpu") return cpu::make_cpu_backend(std::move(model), {opt.isa, opt.threads});
+#ifdef AKV_HAVE_CUDA_EMU
+  if (name == "cuda-emu") return make_cuda_emu_backend(std::move(model));
+#endif
+#ifdef AKV_HAVE_CUDA
+  if (name == "cuda") {
+    if (cuda_device_count() > 0) return make_cuda_backend(std::move(model));
+    throw Error(ErrorCode::kUnknownModel, "backend 'cuda' needs a CUDA device, and none was found");
+  }
+#endif
   std::string known;
   for (const auto& n : backend_names()) known += (known.empty() ? "" : ", ") + n;
   throw Error(ErrorCode::kUnknownModel, "unknown backend '" + name + "' (expected one of: " + known + ")");

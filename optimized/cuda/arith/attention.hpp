@@ -1,0 +1,67 @@
+// Causal attention's arithmetic on the GPU (spec/kernels-cuda.md G5): split-KV with a fixed
+// split size kKvSplit anchored at absolute position 0. A query at position p attends to keys
+// [0, p]; split c covers keys [c*kKvSplit, min((c+1)*kKvSplit, p+1)). Each split yields a
+// partial (max m_c, sum l_c, weighted values o_c); the partials are merged in split order.
+// Both steps depend only on p and the cache rows [0, p]: never on the call or the batch.
+#pragma once
+#include "optimized/cuda/arith/dot.hpp"
+
+namespace akv::cuda {
+
+/// The softmax scale 1 / sqrt(head_dim), as the reference computes it (M9).
+AKV_HD inline float attn_scale(int head_dim) { return 1.0f / sqrtf(static_cast<float>(head_dim)); }
+
+/// max as the reference takes it (A3): b when a < b, else a.
+AKV_HD inline float fmax_ref(float a, float b) { return a < b ? b : a; }
+
+/// One split's partial for query q (head_dim,) over keys [begin, end) (1 <= end - begin <=
+/// kKvSplit). k, v: one KV head's cache rows, row j at j*stride. Writes m (the max score),
+/// l (sum of exp(score - m)) and o (head_dim,) = sum_j exp(s_j - m) * v_j.
+/// Order: s_j = dot_chain(q, k_j) * scale, j ascending; m left to right; l = l + e_j and
+/// o[d] = fma(e_j, v_j[d], o[d]), j ascending, from +0.
+AKV_HD inline void attn_split_partial(const float* q, const float* k, const float* v, int stride,
+                                      int head_dim, float scale, int begin, int end, float* m,
+                                      float* l, float* o) {
+  float s[kKvSplit];
+  const int n = end - begin;
+  float mx = s[0] = dot_chain(q, k + static_cast<long>(begin) * stride, head_dim) * scale;
+  for (int j = 1; j < n; ++j) {
+    s[j] = dot_chain(q, k + static_cast<long>(begin + j) * stride, head_dim) * scale;
+    mx = fmax_ref(mx, s[j]);
+  }
+  float sum = 0.0f;
+  for (int j = 0; j < n; ++j) {
+    s[j] = akv::exp(s[j] - mx);
+    sum = sum + s[j];
+  }
+  for (int d = 0; d < head_dim; ++d) {
+    float acc = 0.0f;
+    for (int j = 0; j < n; ++j) acc = mac(acc, s[j], v[static_cast<long>(begin + j) * stride + d]);
+    o[d] = acc;
+  }
+  *m = mx;
+  *l = sum;
+}
+
+/// The merge weights of `n` partials (m, l: (n,)): M = max m_c left to right;
+/// alpha_c = exp(m_c - M) into alpha (n,); returns L = sum_c l_c * alpha_c as an fma chain.
+AKV_HD inline float attn_merge_weights(const float* m, const float* l, int n, float* alpha) {
+  float mx = m[0];
+  for (int c = 1; c < n; ++c) mx = fmax_ref(mx, m[c]);
+  float sum = 0.0f;
+  for (int c = 0; c < n; ++c) {
+    alpha[c] = akv::exp(m[c] - mx);
+    sum = mac(sum, l[c], alpha[c]);
+  }
+  return sum;
+}
+
+/// Output element d of the merged head: (sum_c o_c[d] * alpha_c, fma chain in c) / L.
+/// o: (n, head_dim) partials, alpha: (n,), L from attn_merge_weights.
+AKV_HD inline float attn_merge_out(const float* o, const float* alpha, int n, int head_dim, int d, float L) {
+  float acc = 0.0f;
+  for (int c = 0; c < n; ++c) acc = mac(acc, o[static_cast<long>(c) * head_dim + d], alpha[c]);
+  return acc / L;
+}
+
+}  // namespace akv::cuda

@@ -1,0 +1,181 @@
+// The "cuda" backend: the forward pass of emu/emu_backend.cpp, kernel for kernel, on a device.
+// Host code only; the kernels are in kernels.cu.
+#include "optimized/cuda/device/cuda_backend.hpp"
+
+#include <algorithm>
+#include <limits>
+
+#include "optimized/cuda/arith/attention.hpp"
+#include "optimized/cuda/arith/gemm.hpp"
+#include "optimized/cuda/device/dev_buffer.hpp"
+#include "optimized/cuda/device/kernels.cuh"
+
+namespace akv {
+
+int cuda_device_count() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    cudaGetLastError();  // clear the sticky "no driver" / "no device" error
+    return 0;
+  }
+  return n;
+}
+
+namespace {
+
+using cuda::dev::Buffer;
+using cuda::dev::check;
+
+struct DevLayer {
+  Buffer<float> attn_norm, wq, wk, wv, wo, ffn_norm, w1, w2, w3;
+  Buffer<float> k, v;  // the cache mirror: (max_ctx, kv_dim) each
+};
+
+class CudaBackend final : public Backend {
+ public:
+  CudaBackend(std::shared_ptr<const Model> m, int device) : model_(std::move(m)), poison_(default_scratch_poison()) {
+    check(cudaSetDevice(device), "cudaSetDevice");
+    device_ = device;
+    const Config& c = model_->config;
+    const Weights<float>& w = model_->weights;
+    for (const LayerWeights<float>& l : w.layers) {
+      DevLayer d{Buffer<float>(l.attn_norm), Buffer<float>(l.wq), Buffer<float>(l.wk), Buffer<float>(l.wv),
+                 Buffer<float>(l.wo), Buffer<float>(l.ffn_norm), Buffer<float>(l.w1), Buffer<float>(l.w2),
+                 Buffer<float>(l.w3), Buffer<float>(static_cast<size_t>(c.max_ctx) * c.kv_dim()),
+                 Buffer<float>(static_cast<size_t>(c.max_ctx) * c.kv_dim())};
+      layers_.push_back(std::move(d));
+    }
+    tok_emb_ = Buffer<float>(w.tok_emb);
+    final_norm_ = Buffer<float>(w.final_norm);
+    wcls_ = Buffer<float>(w.wcls);
+    cos_ = Buffer<float>(model_->rope->cos);  // the one table (M6), bit for bit
+    sin_ = Buffer<float>(model_->rope->sin);
+    const size_t r = cuda::kMaxRows;
+    x_ = Buffer<float>(r * c.hidden), xb_ = Buffer<float>(r * c.hidden);
+    xb2_ = Buffer<float>(r * c.q_dim()), q_ = Buffer<float>(r * c.q_dim());
+    k_ = Buffer<float>(r * c.kv_dim()), v_ = Buffer<float>(r * c.kv_dim());
+    hb_ = Buffer<float>(r * c.ffn), hb2_ = Buffer<float>(r * c.ffn);
+    logits_ = Buffer<float>(r * c.vocab);
+    tokens_ = Buffer<int>(r);
+  }
+
+  std::string name() const override { return "cuda"; }
+  const Model& model() const override { return *model_; }
+  void set_scratch_poison(std::optional<float> value) override { poison_ = value; }
+
+  void forward(KVCache& cache, std::span<const Token> tokens, std::span<float> logits) override {
+    check(cudaSetDevice(device_), "cudaSetDevice");
+    sync_mirror(cache);
+    ensure_partials(cuda::n_splits(static_cast<int>(cache.size() + tokens.size())));
+    if (poison_) poison(*poison_);
+    const size_t vocab = static_cast<size_t>(model_->config.vocab);
+    for (size_t at = 0; at < tokens.size(); at += cuda::kMaxRows) {
+      const size_t m = std::min<size_t>(cuda::kMaxRows, tokens.size() - at);
+      chunk(cache, tokens.subspan(at, m), logits.data() + at * vocab);
+    }
+    mirror_of_ = &cache;
+    mirror_n_ = cache.size();
+    mirror_written_ = cache.entries_written();
+  }
+
+ private:
+  // G9: device rows [0, mirror_n_) equal the host rows of *mirror_of_ as this backend last left
+  // them. They are trusted for the same cache object whose write counter has not moved (only
+  // truncation happened since: the Session's eviction); anything else re-uploads.
+  void sync_mirror(const KVCache& cache) {
+    size_t valid = 0;
+    if (&cache == mirror_of_ && cache.entries_written() == mirror_written_) valid = std::min(mirror_n_, cache.size());
+    const size_t kvd = static_cast<size_t>(model_->config.kv_dim()), rows = cache.size() - valid;
+    if (rows)
+      for (int l = 0; l < cache.n_layers(); ++l) {
+        check(cudaMemcpy(layers_[l].k.get() + valid * kvd, cache.k(l) + valid * kvd, rows * kvd * sizeof(float),
+                         cudaMemcpyHostToDevice), "upload K");
+        check(cudaMemcpy(layers_[l].v.get() + valid * kvd, cache.v(l) + valid * kvd, rows * kvd * sizeof(float),
+                         cudaMemcpyHostToDevice), "upload V");
+      }
+    mirror_of_ = &cache;
+    mirror_n_ = cache.size();
+    mirror_written_ = cache.entries_written();
+  }
+
+  // The attention partials for kMaxRows rows of up to `splits` splits each.
+  void ensure_partials(int splits) {
+    if (splits <= max_splits_) return;
+    const Config& c = model_->config;
+    const size_t slots = static_cast<size_t>(cuda::kMaxRows) * c.n_heads * splits;
+    pm_ = Buffer<float>(slots), pl_ = Buffer<float>(slots), po_ = Buffer<float>(slots * c.head_dim);
+    max_splits_ = splits;
+  }
+
+  void poison(float value) {
+    for (Buffer<float>* b : {&x_, &xb_, &xb2_, &q_, &k_, &v_, &hb_, &hb2_, &logits_, &pm_, &pl_, &po_})
+      cuda::dev::fill(b->get(), b->size(), value, nullptr);
+  }
+
+  void chunk(KVCache& cache, std::span<const Token> tokens, float* logits) {
+    namespace dv = cuda::dev;
+    const Config& c = model_->config;
+    const int M = static_cast<int>(tokens.size()), d = c.hidden, qd = c.q_dim(), kvd = c.kv_dim();
+    const int pos0 = static_cast<int>(cache.size());
+    static_assert(sizeof(Token) == sizeof(int));
+    check(cudaMemcpy(tokens_.get(), tokens.data(), M * sizeof(int), cudaMemcpyHostToDevice), "upload tokens");
+    const cudaStream_t s = nullptr;
+    dv::embed(x_.get(), tokens_.get(), tok_emb_.get(), M, d, s);
+    for (int l = 0; l < c.n_layers; ++l) {
+      DevLayer& w = layers_[l];
+      dv::rmsnorm_rows(xb_.get(), x_.get(), w.attn_norm.get(), M, d, c.rms_eps, s);
+      dv::gemm(q_.get(), xb_.get(), w.wq.get(), M, d, qd, s);
+      dv::gemm(k_.get(), xb_.get(), w.wk.get(), M, d, kvd, s);
+      dv::gemm(v_.get(), xb_.get(), w.wv.get(), M, d, kvd, s);
+      dv::rope_rows(q_.get(), M, c.n_heads, c.head_dim, pos0, cos_.get(), sin_.get(), s);
+      dv::rope_rows(k_.get(), M, c.n_kv_heads, c.head_dim, pos0, cos_.get(), sin_.get(), s);
+      const size_t row0 = static_cast<size_t>(pos0) * kvd, bytes = static_cast<size_t>(M) * kvd * sizeof(float);
+      check(cudaMemcpyAsync(w.k.get() + row0, k_.get(), bytes, cudaMemcpyDeviceToDevice, s), "write K");
+      check(cudaMemcpyAsync(w.v.get() + row0, v_.get(), bytes, cudaMemcpyDeviceToDevice, s), "write V");
+      dv::attention_rows(xb2_.get(), q_.get(), w.k.get(), w.v.get(), M, pos0, c.n_heads, c.n_kv_heads, c.head_dim,
+                         max_splits_, pm_.get(), pl_.get(), po_.get(), s);
+      dv::gemm(xb_.get(), xb2_.get(), w.wo.get(), M, qd, d, s);
+      dv::add(x_.get(), xb_.get(), static_cast<size_t>(M) * d, s);
+      dv::rmsnorm_rows(xb_.get(), x_.get(), w.ffn_norm.get(), M, d, c.rms_eps, s);
+      dv::gemm(hb_.get(), xb_.get(), w.w1.get(), M, d, c.ffn, s);
+      dv::gemm(hb2_.get(), xb_.get(), w.w3.get(), M, d, c.ffn, s);
+      dv::swiglu(hb_.get(), hb2_.get(), static_cast<size_t>(M) * c.ffn, s);
+      dv::gemm(xb_.get(), hb_.get(), w.w2.get(), M, c.ffn, d, s);
+      dv::add(x_.get(), xb_.get(), static_cast<size_t>(M) * d, s);
+    }
+    dv::rmsnorm_rows(xb_.get(), x_.get(), final_norm_.get(), M, d, c.rms_eps, s);
+    dv::gemm(logits_.get(), xb_.get(), wcls_.get(), M, d, c.vocab, s);
+    // The host cache is the source of truth: copy the new rows and the logits back.
+    cache.grow(M);
+    for (int l = 0; l < c.n_layers; ++l) {
+      const size_t row0 = static_cast<size_t>(pos0) * kvd, bytes = static_cast<size_t>(M) * kvd * sizeof(float);
+      check(cudaMemcpy(cache.k(l) + row0, layers_[l].k.get() + row0, bytes, cudaMemcpyDeviceToHost), "download K");
+      check(cudaMemcpy(cache.v(l) + row0, layers_[l].v.get() + row0, bytes, cudaMemcpyDeviceToHost), "download V");
+    }
+    check(cudaMemcpy(logits, logits_.get(), static_cast<size_t>(M) * c.vocab * sizeof(float), cudaMemcpyDeviceToHost),
+          "download logits");
+    mirror_n_ = cache.size();  // rows [0, pos0 + M) now match the host
+    mirror_written_ = cache.entries_written();
+  }
+
+  std::shared_ptr<const Model> model_;
+  std::optional<float> poison_;
+  int device_ = 0;
+  std::vector<DevLayer> layers_;
+  Buffer<float> tok_emb_, final_norm_, wcls_, cos_, sin_;
+  Buffer<float> x_, xb_, xb2_, q_, k_, v_, hb_, hb2_, logits_;  // (kMaxRows, width) each
+  Buffer<float> pm_, pl_, po_;                                  // attention partials
+  Buffer<int> tokens_;
+  int max_splits_ = 0;
+  const KVCache* mirror_of_ = nullptr;
+  size_t mirror_n_ = 0;
+  uint64_t mirror_written_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cuda_backend(std::shared_ptr<const Model> model, int device) {
+  return std::make_unique<CudaBackend>(std::move(model), device);
+}
+
+}  // namespace akv

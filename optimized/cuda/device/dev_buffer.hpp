@@ -1,0 +1,43 @@
+// An owning device allocation of floats or ints (cudaMalloc/cudaFree), movable only.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <utility>
+#include <vector>
+
+#include "optimized/cuda/device/kernels.cuh"
+
+namespace akv::cuda::dev {
+
+template <class T>
+class Buffer {
+ public:
+  Buffer() = default;
+  explicit Buffer(size_t n) : n_(n) {
+    if (n) check(cudaMalloc(&p_, n * sizeof(T)), "cudaMalloc");
+  }
+  /// A device copy of `host`.
+  explicit Buffer(const std::vector<T>& host) : Buffer(host.size()) {
+    if (n_) check(cudaMemcpy(p_, host.data(), n_ * sizeof(T), cudaMemcpyHostToDevice), "upload");
+  }
+  Buffer(Buffer&& o) noexcept : p_(std::exchange(o.p_, nullptr)), n_(std::exchange(o.n_, 0)) {}
+  Buffer& operator=(Buffer&& o) noexcept {
+    std::swap(p_, o.p_);
+    std::swap(n_, o.n_);
+    return *this;
+  }
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  ~Buffer() {
+    if (p_) cudaFree(p_);
+  }
+  T* get() const { return p_; }
+  size_t size() const { return n_; }
+
+ private:
+  T* p_ = nullptr;
+  size_t n_ = 0;
+};
+
+}  // namespace akv::cuda::dev

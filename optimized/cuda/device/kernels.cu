@@ -1,0 +1,209 @@
+// The CUDA kernels. Built with -fmad=false -ftz=false -prec-div=true -prec-sqrt=true and no
+// fast-math (G1); no atomics anywhere; every reduction's order is fixed by arith/*.hpp.
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+#include "optimized/cuda/arith/attention.hpp"
+#include "optimized/cuda/arith/elementwise.hpp"
+#include "optimized/cuda/arith/gemm.hpp"
+#include "optimized/cuda/arith/rmsnorm.hpp"
+#include "optimized/cuda/device/kernels.cuh"
+
+namespace akv::cuda::dev {
+
+void check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) throw std::runtime_error(std::string("CUDA: ") + what + ": " + cudaGetErrorString(e));
+}
+
+namespace {
+
+unsigned blocks_for(size_t n, unsigned threads) { return static_cast<unsigned>((n + threads - 1) / threads); }
+
+// G2. Block: a kGemmBM x kGemmBN output tile; thread (ty, tx): rows ty*TM.., outputs tx*TN...
+// k advances in kGemmBK tiles; inside a tile kk < kb ascending: each accumulator sees
+// mac(acc, X[m, k], W[i, k]) for k = 0..n-1 in order, exactly dot_chain. Out-of-range rows
+// and outputs are computed on zeros and never stored; k beyond n is never visited.
+__global__ void __launch_bounds__(kGemmThreads) gemm_kernel(float* out, const float* X, const float* W, int M,
+                                                            int n, int d) {
+  // Rows padded by 4 floats: the k-major stores below hit 2-way instead of 16-way bank
+  // conflicts, and each thread's 4 values stay one aligned float4 load.
+  __shared__ __align__(16) float xs[kGemmBK][kGemmBM + 4];
+  __shared__ __align__(16) float ws[kGemmBK][kGemmBN + 4];
+  const int tid = threadIdx.x, tx = tid % (kGemmBN / kGemmTN), ty = tid / (kGemmBN / kGemmTN);
+  const int m0 = blockIdx.y * kGemmBM, i0 = blockIdx.x * kGemmBN;
+  float acc[kGemmTM][kGemmTN];
+#pragma unroll
+  for (int a = 0; a < kGemmTM; ++a)
+#pragma unroll
+    for (int b = 0; b < kGemmTN; ++b) acc[a][b] = 0.0f;
+  for (int k0 = 0; k0 < n; k0 += kGemmBK) {
+#pragma unroll
+    for (int e = tid; e < kGemmBM * kGemmBK; e += kGemmThreads) {
+      const int r = e / kGemmBK, kk = e % kGemmBK;
+      const bool in = k0 + kk < n;
+      xs[kk][r] = (in && m0 + r < M) ? X[static_cast<size_t>(m0 + r) * n + k0 + kk] : 0.0f;
+      ws[kk][r] = (in && i0 + r < d) ? W[static_cast<size_t>(i0 + r) * n + k0 + kk] : 0.0f;
+    }
+    __syncthreads();
+    const int kb = min(kGemmBK, n - k0);
+    for (int kk = 0; kk < kb; ++kk) {
+      const float4 av = *reinterpret_cast<const float4*>(&xs[kk][ty * kGemmTM]);
+      const float4 bv = *reinterpret_cast<const float4*>(&ws[kk][tx * kGemmTN]);
+      const float a[kGemmTM] = {av.x, av.y, av.z, av.w}, b[kGemmTN] = {bv.x, bv.y, bv.z, bv.w};
+#pragma unroll
+      for (int p = 0; p < kGemmTM; ++p)
+#pragma unroll
+        for (int q = 0; q < kGemmTN; ++q) acc[p][q] = mac(acc[p][q], a[p], b[q]);
+    }
+    __syncthreads();
+  }
+#pragma unroll
+  for (int p = 0; p < kGemmTM; ++p) {
+    const int m = m0 + ty * kGemmTM + p;
+    if (m >= M) continue;
+#pragma unroll
+    for (int q = 0; q < kGemmTN; ++q) {
+      const int i = i0 + tx * kGemmTN + q;
+      if (i < d) out[static_cast<size_t>(m) * d + i] = acc[p][q];
+    }
+  }
+}
+static_assert(kGemmBM == kGemmBN, "the tile loader above loads X and W rows with one index");
+static_assert(kGemmTM == 4 && kGemmTN == 4, "each thread reads its a and b as one float4");
+
+// G3. One warp per row: lane partials, the tree on lane 0 (the same tree_sum32 as the host).
+__global__ void rmsnorm_kernel(float* out, const float* x, const float* w, int n, float eps) {
+  __shared__ float part[kLanes];
+  __shared__ float inv;
+  const int t = threadIdx.x;
+  const float* xr = x + static_cast<size_t>(blockIdx.x) * n;
+  float* o = out + static_cast<size_t>(blockIdx.x) * n;
+  part[t] = rms_lane_partial(xr, n, t);
+  __syncthreads();
+  if (t == 0) inv = rms_inv(tree_sum32(part), n, eps);
+  __syncthreads();
+  for (int j = t; j < n; j += kLanes) o[j] = rms_apply(xr[j], inv, w[j]);
+}
+
+// G4. One thread per (row, head, pair).
+__global__ void rope_kernel(float* x, int M, int n_heads, int head_dim, int pos0, const float* cos,
+                            const float* sin) {
+  const int half = head_dim / 2;
+  const size_t idx = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (idx >= static_cast<size_t>(M) * n_heads * half) return;
+  const int i = static_cast<int>(idx % half);
+  const size_t rh = idx / half;  // row * n_heads + head
+  const int r = static_cast<int>(rh / n_heads);
+  float* v = x + rh * head_dim;
+  const size_t t = static_cast<size_t>(pos0 + r) * half + i;
+  rope_pair(v[i], v[i + half], cos[t], sin[t], &v[i], &v[i + half]);
+}
+
+// G5, step 1. One thread per (row, head, split); splits past the row's position exit.
+__global__ void attn_partial_kernel(const float* q, const float* k, const float* v, int M, int pos0, int n_heads,
+                                    int n_kv_heads, int head_dim, int max_splits, float* pm, float* pl, float* po) {
+  const size_t idx = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (idx >= static_cast<size_t>(M) * n_heads * max_splits) return;
+  const int c = static_cast<int>(idx % max_splits);
+  const int h = static_cast<int>((idx / max_splits) % n_heads);
+  const int r = static_cast<int>(idx / (static_cast<size_t>(max_splits) * n_heads));
+  const int n_keys = pos0 + r + 1;
+  if (c >= n_splits(n_keys)) return;
+  const int kvd = n_kv_heads * head_dim;
+  const size_t kv_off = static_cast<size_t>(h / (n_heads / n_kv_heads)) * head_dim;
+  attn_split_partial(q + (static_cast<size_t>(r) * n_heads + h) * head_dim, k + kv_off, v + kv_off, kvd, head_dim,
+                     attn_scale(head_dim), c * kKvSplit, min((c + 1) * kKvSplit, n_keys), &pm[idx], &pl[idx],
+                     &po[idx * head_dim]);
+}
+
+// G5, step 2. One block per (row, head): weights on thread 0 in split order, then one
+// output element per thread.
+__global__ void attn_merge_kernel(float* out, int pos0, int n_heads, int head_dim, int max_splits,
+                                  const float* pm, const float* pl, const float* po) {
+  extern __shared__ float alpha[];  // (max_splits,)
+  __shared__ float L;
+  const int rh = blockIdx.x, r = rh / n_heads;
+  const int ns = n_splits(pos0 + r + 1);
+  const size_t slot = static_cast<size_t>(rh) * max_splits;
+  if (threadIdx.x == 0) L = attn_merge_weights(pm + slot, pl + slot, ns, alpha);
+  __syncthreads();
+  for (int d = threadIdx.x; d < head_dim; d += blockDim.x)
+    out[static_cast<size_t>(rh) * head_dim + d] = attn_merge_out(po + slot * head_dim, alpha, ns, head_dim, d, L);
+}
+
+__global__ void embed_kernel(float* x, const int* tokens, const float* emb, int M, int d) {
+  const size_t idx = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (idx >= static_cast<size_t>(M) * d) return;
+  x[idx] = emb[static_cast<size_t>(tokens[idx / d]) * d + idx % d];
+}
+
+__global__ void swiglu_kernel(float* g, const float* u, size_t n) {
+  const size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) g[i] = akv::cuda::swiglu(g[i], u[i]);  // not the launcher below
+}
+
+__global__ void add_kernel(float* x, const float* y, size_t n) {
+  const size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) x[i] = residual(x[i], y[i]);
+}
+
+__global__ void fill_kernel(float* p, size_t n, float value) {
+  const size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) p[i] = value;
+}
+
+}  // namespace
+
+void gemm(float* out, const float* X, const float* W, int M, int n, int d, cudaStream_t s) {
+  const dim3 grid((d + kGemmBN - 1) / kGemmBN, (M + kGemmBM - 1) / kGemmBM);
+  gemm_kernel<<<grid, kGemmThreads, 0, s>>>(out, X, W, M, n, d);
+  check(cudaGetLastError(), "gemm");
+}
+
+void rmsnorm_rows(float* out, const float* x, const float* w, int M, int n, float eps, cudaStream_t s) {
+  rmsnorm_kernel<<<M, kLanes, 0, s>>>(out, x, w, n, eps);
+  check(cudaGetLastError(), "rmsnorm");
+}
+
+void rope_rows(float* x, int M, int n_heads, int head_dim, int pos0, const float* cos, const float* sin,
+               cudaStream_t s) {
+  const size_t n = static_cast<size_t>(M) * n_heads * (head_dim / 2);
+  rope_kernel<<<blocks_for(n, 256), 256, 0, s>>>(x, M, n_heads, head_dim, pos0, cos, sin);
+  check(cudaGetLastError(), "rope");
+}
+
+void attention_rows(float* out, const float* q, const float* k, const float* v, int M, int pos0, int n_heads,
+                    int n_kv_heads, int head_dim, int max_splits, float* pm, float* pl, float* po, cudaStream_t s) {
+  const size_t n = static_cast<size_t>(M) * n_heads * max_splits;
+  attn_partial_kernel<<<blocks_for(n, 128), 128, 0, s>>>(q, k, v, M, pos0, n_heads, n_kv_heads, head_dim,
+                                                         max_splits, pm, pl, po);
+  check(cudaGetLastError(), "attention partial");
+  attn_merge_kernel<<<M * n_heads, kLanes, max_splits * sizeof(float), s>>>(out, pos0, n_heads, head_dim,
+                                                                             max_splits, pm, pl, po);
+  check(cudaGetLastError(), "attention merge");
+}
+
+void embed(float* x, const int* tokens, const float* emb, int M, int d, cudaStream_t s) {
+  const size_t n = static_cast<size_t>(M) * d;
+  embed_kernel<<<blocks_for(n, 256), 256, 0, s>>>(x, tokens, emb, M, d);
+  check(cudaGetLastError(), "embed");
+}
+
+void swiglu(float* g, const float* u, size_t n, cudaStream_t s) {
+  swiglu_kernel<<<blocks_for(n, 256), 256, 0, s>>>(g, u, n);
+  check(cudaGetLastError(), "swiglu");
+}
+
+void add(float* x, const float* y, size_t n, cudaStream_t s) {
+  add_kernel<<<blocks_for(n, 256), 256, 0, s>>>(x, y, n);
+  check(cudaGetLastError(), "add");
+}
+
+void fill(float* p, size_t n, float value, cudaStream_t s) {
+  if (n == 0) return;
+  fill_kernel<<<blocks_for(n, 256), 256, 0, s>>>(p, n, value);
+  check(cudaGetLastError(), "fill");
+}
+
+}  // namespace akv::cuda::dev

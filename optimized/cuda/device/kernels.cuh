@@ -1,0 +1,46 @@
+// The CUDA kernels' launchers (spec/kernels-cuda.md G2-G6). Every pointer is device memory;
+// every launch goes to `stream` and returns without synchronising. Each launcher's result is
+// bitwise the host emulation's of the same name (emu/emu_ops.hpp): the per-output arithmetic
+// is the same __host__ __device__ code (arith/*.hpp).
+#pragma once
+#include <cuda_runtime.h>
+
+#include <cstddef>
+
+namespace akv::cuda::dev {
+
+/// Throws std::runtime_error naming `what` when `e` is not cudaSuccess.
+void check(cudaError_t e, const char* what);
+
+/// out (M, d) = X (M, n) @ W^T, W (d, n) row-major. G2: tiled, no split-K.
+void gemm(float* out, const float* X, const float* W, int M, int n, int d, cudaStream_t stream);
+
+/// out (M, n) = RMSNorm of each row of x (M, n), weight w (n,). G3. out may alias x.
+void rmsnorm_rows(float* out, const float* x, const float* w, int M, int n, float eps, cudaStream_t stream);
+
+/// RoPE on x (M, n_heads*head_dim), row r at position pos0 + r; cos/sin: the one table
+/// (max_pos, head_dim/2) on the device. G4.
+void rope_rows(float* x, int M, int n_heads, int head_dim, int pos0, const float* cos, const float* sin,
+               cudaStream_t stream);
+
+/// Causal GQA attention (G5) of q (M, n_heads*head_dim) at positions pos0.. over one layer's
+/// cache k, v (>= pos0+M rows, n_kv_heads*head_dim) into out (M, n_heads*head_dim).
+/// part_m, part_l: (M*n_heads*max_splits,), part_o: (M*n_heads*max_splits*head_dim,) scratch,
+/// max_splits >= n_splits(pos0 + M).
+void attention_rows(float* out, const float* q, const float* k, const float* v, int M, int pos0, int n_heads,
+                    int n_kv_heads, int head_dim, int max_splits, float* part_m, float* part_l, float* part_o,
+                    cudaStream_t stream);
+
+/// x (M, d) = rows tokens[r] of emb (vocab, d). tokens: device (M,).
+void embed(float* x, const int* tokens, const float* emb, int M, int d, cudaStream_t stream);
+
+/// g (n,) = swiglu(g, u) elementwise (G6).
+void swiglu(float* g, const float* u, size_t n, cudaStream_t stream);
+
+/// x (n,) = x + y elementwise (G6).
+void add(float* x, const float* y, size_t n, cudaStream_t stream);
+
+/// p (n,) = value: the scratch poison.
+void fill(float* p, size_t n, float value, cudaStream_t stream);
+
+}  // namespace akv::cuda::dev

@@ -1,0 +1,177 @@
+// The CUDA backend on a real device (spec/kernels-cuda.md G7, G8, G10, G11). Every test skips,
+// saying so, when no CUDA device is present; scripts/gpu-check runs them on a GPU.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <limits>
+
+#include "optimized/cuda/arith/gemm.hpp"
+#include "optimized/cuda/device/cuda_backend.hpp"
+#include "optimized/cuda/emu/emu_backend.hpp"
+#include "support.hpp"
+#include "verify/backends.hpp"
+#include "verify/compare.hpp"
+#include "verify/digest.hpp"
+
+using namespace akv;
+
+namespace {
+
+#define AKV_REQUIRE_DEVICE()                                                                   \
+  do {                                                                                         \
+    if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device: GPU test not run (scripts/gpu-check on a GPU)"; \
+  } while (0)
+
+struct Outcome {
+  KVCache cache;
+  std::vector<float> logits;
+};
+
+Outcome run_chunked(Backend& be, const std::vector<Token>& toks, const std::vector<size_t>& chunks) {
+  const Config& c = be.model().config;
+  Outcome r{KVCache(c), std::vector<float>(toks.size() * c.vocab)};
+  size_t at = 0;
+  for (size_t m : chunks) {
+    be.forward(r.cache, std::span<const Token>(toks).subspan(at, m), std::span<float>(r.logits).subspan(at * c.vocab, m * c.vocab));
+    at += m;
+  }
+  return r;
+}
+
+void expect_bitwise(const Outcome& a, const Outcome& b) {
+  EXPECT_EQ(cache_sha256(a.cache), cache_sha256(b.cache));
+  EXPECT_TRUE(compare(a.logits, b.logits).bitwise_equal);
+}
+
+std::unique_ptr<Backend> poisoned(std::unique_ptr<Backend> b) {
+  b->set_scratch_poison(std::numeric_limits<float>::quiet_NaN());
+  return b;
+}
+
+}  // namespace
+
+TEST(G9_Registry, CudaIsListedWithADevice) {
+  AKV_REQUIRE_DEVICE();
+  const auto names = backend_names();
+  EXPECT_NE(std::find(names.begin(), names.end(), "cuda"), names.end());
+  EXPECT_EQ(make_backend("cuda", test::tiny())->name(), "cuda");
+}
+
+TEST(G10_DeviceEqualsEmu, TinyAndSmallEveryChunking) {
+  AKV_REQUIRE_DEVICE();
+  for (const char* cfg : {"tiny", "small"}) {
+    auto model = make_model(config_by_name(cfg), 1);
+    auto dev = poisoned(make_cuda_backend(model)), emu = poisoned(make_cuda_emu_backend(model));
+    const auto toks = test::tokens(300, 7, model->config.vocab);
+    for (const std::vector<size_t>& ch : {std::vector<size_t>{300}, {64, 1, 63, 100, 72}, {299, 1}}) {
+      SCOPED_TRACE(cfg);
+      expect_bitwise(run_chunked(*dev, toks, ch), run_chunked(*emu, toks, ch));
+    }
+  }
+}
+
+TEST(G10_DeviceEqualsEmu, LongerThanOneChunk) {
+  AKV_REQUIRE_DEVICE();
+  auto model = make_model(config_by_name("tiny"), 2);  // tiny: the emulation runs on the CPU
+  auto dev = poisoned(make_cuda_backend(model)), emu = poisoned(make_cuda_emu_backend(model));
+  const size_t n = cuda::kMaxRows + 100;
+  const auto toks = test::tokens(n, 9, model->config.vocab);
+  expect_bitwise(run_chunked(*dev, toks, {n}), run_chunked(*emu, toks, {n}));
+}
+
+TEST(G7_DeviceInvariance, PrefillChunksDecodeAndScratch) {
+  AKV_REQUIRE_DEVICE();
+  auto model = make_model(config_by_name("small"), 3);
+  auto dev = poisoned(make_cuda_backend(model));
+  const auto toks = test::tokens(cuda::kMaxRows + 70, 5, model->config.vocab);
+  const Outcome one = run_chunked(*dev, toks, {toks.size()});
+  expect_bitwise(one, run_chunked(*dev, toks, {1000, 1, 1047, 1, 20, 1, 1, 1, 1, 1, 45}));
+  dev->set_scratch_poison(-3.0e38f);
+  expect_bitwise(one, run_chunked(*dev, toks, {64, toks.size() - 64}));
+  dev->set_scratch_poison(std::nullopt);
+  expect_bitwise(one, run_chunked(*dev, toks, {toks.size() - 1, 1}));
+}
+
+class G8_Mirror : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(G8_Mirror, EvictEqualsNeverThroughSession) {
+  AKV_REQUIRE_DEVICE();
+  const auto spans = test::spans_of(GetParam());
+  auto dev = poisoned(make_cuda_backend(test::tiny()));
+  for (size_t victim : {size_t{1}, spans.size() / 2, spans.size() - 1}) {
+    Session s(*dev), never(*dev);
+    test::build(s, spans);
+    test::build(never, spans, {victim});
+    EXPECT_NE(cache_sha256(s.cache()), cache_sha256(never.cache())) << victim;  // E2's control
+    s.evict(victim);
+    EXPECT_EQ(cache_sha256(s.cache()), cache_sha256(never.cache())) << victim;
+    EXPECT_TRUE(compare(s.logits(), never.logits()).bitwise_equal) << victim;
+    const auto la = s.append(100, spans.front()), lb = never.append(100, spans.front());
+    EXPECT_TRUE(compare(la, lb).bitwise_equal) << victim;
+    EXPECT_EQ(cache_sha256(s.cache()), cache_sha256(never.cache())) << victim;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Bundled, G8_Mirror,
+                         ::testing::Values("ad02_slack_ut16_claude35.json", "ad05_workspace_ut29_claude35.json",
+                                           "ja01_banking_bill_important_instructions.json"),
+                         [](const auto& i) { return std::string(i.param).substr(0, 4); });
+
+TEST(G10_DeviceEqualsEmu, EvictionThroughSession) {
+  AKV_REQUIRE_DEVICE();
+  const auto spans = test::spans_of("ja03_clean_banking_march_spending.json");
+  auto dev = poisoned(make_cuda_backend(test::tiny())), emu = poisoned(make_cuda_emu_backend(test::tiny()));
+  Session a(*dev), b(*emu);
+  test::build(a, spans);
+  test::build(b, spans);
+  a.evict(1);
+  b.evict(1);
+  EXPECT_EQ(cache_sha256(a.cache()), cache_sha256(b.cache()));
+  EXPECT_TRUE(compare(a.logits(), b.logits()).bitwise_equal);
+}
+
+TEST(G8_MirrorCases, CopiedAndAlternatingSessionsAndForeignWrites) {
+  AKV_REQUIRE_DEVICE();
+  const auto spans = test::spans_of("ja01_banking_bill_important_instructions.json");
+  const int vocab = test::tiny()->config.vocab;
+  auto dev = poisoned(make_cuda_backend(test::tiny()));
+  auto emu = poisoned(make_cuda_emu_backend(test::tiny()));
+  Session a(*dev), b(*emu);
+  test::build(a, spans, {1});
+  test::build(b, spans, {1});
+  Session copy = a;  // another cache object: uploaded whole before use
+  Session other(*dev);
+  other.append(0, spans[0]);  // interleaved work on the same backend
+  const auto l1 = copy.append(50, spans[1]), l2 = a.append(50, spans[1]), l3 = b.append(50, spans[1]);
+  EXPECT_TRUE(compare(l1, l3).bitwise_equal);
+  EXPECT_TRUE(compare(l2, l3).bitwise_equal);
+  // A cache grown by another backend, then continued on the device; and truncated by hand.
+  KVCache mixed(test::tiny()->config), pure(test::tiny()->config);
+  const auto toks = test::tokens(200, 4, vocab);
+  std::vector<float> lg(200 * static_cast<size_t>(vocab));
+  const auto first = [&](size_t n) { return std::span<float>(lg).first(n * vocab); };
+  emu->forward(mixed, std::span<const Token>(toks).first(150), first(150));
+  dev->forward(mixed, std::span<const Token>(toks).subspan(150), first(50));
+  emu->forward(pure, toks, lg);
+  EXPECT_EQ(cache_sha256(mixed), cache_sha256(pure));
+  mixed.truncate(120);
+  pure.truncate(120);
+  dev->forward(mixed, std::span<const Token>(toks).subspan(120, 30), first(30));
+  emu->forward(pure, std::span<const Token>(toks).subspan(120, 30), first(30));
+  EXPECT_EQ(cache_sha256(mixed), cache_sha256(pure));
+}
+
+TEST(G11_DeviceVsReference, ObservedMaxAbsDiffIsReported) {
+  AKV_REQUIRE_DEVICE();
+  for (const char* cfg : {"tiny", "small"}) {
+    auto model = make_model(config_by_name(cfg), 1);
+    auto ref = make_reference_backend(model), dev = poisoned(make_cuda_backend(model));
+    const auto toks = test::tokens(400, 31, model->config.vocab);
+    const Outcome a = run_chunked(*ref, toks, {400}), b = run_chunked(*dev, toks, {400});
+    const Diff d = compare(a.logits, b.logits);
+    EXPECT_TRUE(std::isfinite(d.max_abs));
+    EXPECT_FALSE(d.bitwise_equal);
+    std::printf("[ report ] cuda vs reference, %s, 400 tokens: max|dlogit| = %.3g\n", cfg, d.max_abs);
+  }
+}
