@@ -21,22 +21,33 @@ void expect_bad(const std::string& json, const std::string& needle) {
 }  // namespace
 
 TEST(M5_ChatFormat, UserMessageIsRoleBytesEnd) {
-  Message m{"user", "hé", "", "", {}};
+  Message m;
+  m.role = "user";
+  m.content = "hé";
   const std::vector<Token> want = {tok::kUser, 'h', 0xC3, 0xA9, tok::kEnd};
   EXPECT_EQ(encode_message(m), want);
 }
 
 TEST(M5_ChatFormat, AssistantToolCallsAreInItsSpan) {
-  Message m{"assistant", "ok", "", "", {{"c1", "f", "{}"}}};
+  Message m;
+  m.role = "assistant";
+  m.content = "ok";
+  m.tool_calls = {{"c1", "f", "{}"}};
   const std::vector<Token> want = {tok::kAssistant, 'o', 'k', tok::kCall, 'f', tok::kArgs, '{', '}', tok::kId, 'c', '1', tok::kEnd};
   EXPECT_EQ(encode_message(m), want);
   EXPECT_EQ(tok::render(want), "<|assistant|>ok<|call|>f<|args|>{}<|id|>c1<|end|>");
 }
 
 TEST(M5_ChatFormat, ToolResultCarriesNameAndCallId) {
-  Message m{"tool", "42", "calc", "c1", {}};
+  Message m;
+  m.role = "tool";
+  m.content = "42";
+  m.name = "calc";
+  m.tool_call_id = "c1";
   EXPECT_EQ(tok::render(encode_message(m)), "<|tool|>calc<|id|>c1<|result|>42<|end|>");
-  Message bare{"tool", "42", "", "", {}};
+  Message bare = m;
+  bare.name.clear();
+  bare.tool_call_id.clear();
   EXPECT_EQ(tok::render(encode_message(bare)), "<|tool|><|result|>42<|end|>");
 }
 

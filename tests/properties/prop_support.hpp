@@ -1,5 +1,6 @@
 // Runs a registered property (verify/props/) as one GoogleTest, on one backend.
 #pragma once
+#include <cctype>
 #include <gtest/gtest.h>
 
 #include <string>
@@ -14,8 +15,13 @@ namespace akv::test {
 /// $AKV_COUNTEREXAMPLE_DIR is set, the counterexample file and its `akv witness` command.
 void check_property(const std::string& id, const std::string& backend);
 
-/// "reference" -> "reference": backend names as GoogleTest parameter names.
-inline std::string backend_param_name(const ::testing::TestParamInfo<std::string>& info) { return info.param; }
+/// Backend names as GoogleTest parameter names: "cuda-emu" -> "cuda_emu".
+inline std::string backend_param_name(const ::testing::TestParamInfo<std::string>& info) {
+  std::string n = info.param;
+  for (char& c : n)
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  return n;
+}
 
 }  // namespace akv::test
 
