@@ -89,6 +89,24 @@ INSTANTIATE_TEST_SUITE_P(Bundled, O5_WitnessPoisoned,
                            return n;
                          });
 
+// The same through the scalar reference, the semantics itself, on the shorter files.
+class O5_WitnessReference : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(O5_WitnessReference, EvictPoisonedIsExact) {
+  const Cli r = akv_cli("witness " + test::example(GetParam()) + " --evict-poisoned --backend reference --json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["backend"], "reference");
+  EXPECT_EQ(j["evict_vs_never_max_abs"].get<double>(), 0.0);
+  EXPECT_GT(j["poison_vs_never_max_abs"].get<double>(), 0.0);
+  EXPECT_EQ(j["cache_sha256_evicted"], j["cache_sha256_never"]);
+}
+
+INSTANTIATE_TEST_SUITE_P(Bundled, O5_WitnessReference,
+                         ::testing::Values("ad01_banking_ut0_gpt4omini.json", "ia02_dh_enhanced_evernote_search.json",
+                                           "ja01_banking_bill_important_instructions.json"),
+                         [](const auto& i) { return i.param.substr(0, 4); });
+
 TEST(O5_Witness, CleanConversationWithExplicitSpansAndTextOutput) {
   const Cli r = akv_cli("witness " + test::example("ja03_clean_banking_march_spending.json") + " --evict 1,2");
   EXPECT_EQ(r.code, 0) << r.out;
