@@ -1,4 +1,4 @@
-// The formulas of spec/bounds.md B1-B9, each evaluated with outward rounding.
+// The formulas of spec/bounds.md B1-B9 and B14, each evaluated with outward rounding.
 #include "verify/bounds/op_bounds.hpp"
 
 #include <algorithm>
@@ -167,6 +167,100 @@ std::vector<double> logits_bounds(std::span<const float> x, std::span<const floa
       prop = add_up(prop, mul_up(aw, b2[j]));
     }
     out[i] = add_up(dot_formula(s_abs, n), prop);
+  }
+  return out;
+}
+
+AttnRounding attn_rounding_reference(int n) { return {n + 2, 0, 2 * n}; }
+
+AttnRounding attn_rounding_online(int n, int block) {
+  const int b = (n + block - 1) / block;
+  return {n + b - 1, b - 1, n + 2 * (b - 1)};
+}
+
+AttnRounding attn_rounding_split(int n, int split) {
+  const int c = (n + split - 1) / split;
+  return {std::min(n, split) + c, 1, n + 2 * c};
+}
+
+std::vector<double> attention_bounds(const float* q, const float* k, const float* v, int n, int stride, int d,
+                                     AttnRounding how) {
+  std::vector<double> out(d, kInf);
+  if (n < 1 || how.k < 0 || how.r < 0 || how.a < 0) return out;
+  // Exact scores s_p = q.k_p / sqrt(d) within tau_p of the double c_p: the products of floats
+  // are exact in double, the d - 1 sums, the sqrt and the division round in double.
+  const double gd = [&] {
+    const double nu = (d + 2) * 0x1p-53;
+    return div_up(nu, down(1.0 - nu));
+  }();
+  const double sq_lo = sqrt_dn(d), sq = std::sqrt(static_cast<double>(d));
+  std::vector<double> c(n), tau(n);
+  double sigma = 0, hi = -kInf, cmax = -kInf;
+  for (int p = 0; p < n; ++p) {
+    const float* kp = k + static_cast<size_t>(p) * stride;
+    double dot = 0, sabs = 0;
+    for (int i = 0; i < d; ++i) {
+      const double pr = static_cast<double>(q[i]) * static_cast<double>(kp[i]);
+      dot += pr;
+      sabs = add_up(sabs, std::fabs(pr));
+    }
+    c[p] = dot / sq;
+    tau[p] = mul_up(gd, div_up(sabs, sq_lo));
+    // The kernel's float score is within sigma_p of s_p (B4); sigma = max sigma_p.
+    sigma = std::max(sigma, score_bound({q, static_cast<size_t>(d)}, {kp, static_cast<size_t>(d)}));
+    hi = std::max(hi, up(c[p] + tau[p]));
+    cmax = std::max(cmax, c[p]);
+  }
+  if (!std::isfinite(sigma) || !std::isfinite(hi)) return out;
+  const double two_sigma = mul_up(2.0, sigma);
+  // U_p >= P_p = softmax(s)_p; W_p = e^{2 sigma} U_p >= P^_p = softmax(s^)_p, the exact
+  // softmax of the kernel's float scores.
+  double den = 0;
+  for (int p = 0; p < n; ++p) den = add_dn(den, exp_dn(down(down(c[p] - tau[p]) - cmax)));
+  const double e2s = exp_up(two_sigma);
+  // Per key: rho_p >= (1 + Phi_p)(1 + gamma_k) - 1, Phi_p the relative error of the key's
+  // weight after r + 1 exps of rounded differences whose exact values telescope to
+  // s^_p - max s^ (B5 per stage: sum |t| = max s^ - s^_p <= L_p).
+  const double gk = gamma(how.k);
+  double exp_growth = 1.0, abs_growth = 1.0;  // (1 + kExpRel)^{r+1}, (1 + kExpRel + kExpAbs)^r
+  for (int j = 0; j <= how.r; ++j) exp_growth = mul_up(exp_growth, 1.0 + kExpRel);
+  for (int j = 0; j < how.r; ++j) abs_growth = mul_up(abs_growth, add_up(1.0 + kExpRel, kExpAbs));
+  // Xi: the absolute part of a weight (each exp's kExpAbs, carried by the later stages).
+  const double xi = mul_up(mul_up(how.r + 1, kExpAbs), abs_growth);
+  const double g = mul_up(add_up(1.0, gk), abs_growth);  // growth of one absolute event
+  const double xi_g = mul_up(xi, add_up(1.0, gk));
+  std::vector<double> W(n), rho(n);
+  double rd = mul_up(xi_g, n);
+  for (int p = 0; p < n; ++p) {
+    const double num = exp_up(up(up(c[p] + tau[p]) - cmax));
+    W[p] = mul_up(e2s, std::min(1.0, div_up(num, den)));
+    const double L = add_up(up(hi - down(c[p] - tau[p])), two_sigma);
+    const double one_phi = mul_up(exp_growth, exp_up(mul_up(kU, L)));
+    rho[p] = sub_up(mul_up(one_phi, add_up(1.0, gk)), 1.0);
+    rd = add_up(rd, mul_up(W[p], rho[p]));
+  }
+  const double a_eta_g = mul_up(mul_up(how.a, kEta), g);
+  const double denom = sub_dn(sub_dn(1.0, rd), a_eta_g);
+  if (!(denom > 0)) return out;
+  const double score_part = expm1_up(two_sigma);
+  for (int i = 0; i < d; ++i) {
+    double vmax = 0, vsum = 0, y = 0, rn = 0;
+    for (int p = 0; p < n; ++p) {
+      const double av = std::fabs(static_cast<double>(v[static_cast<size_t>(p) * stride + i]));
+      vmax = std::max(vmax, av);
+      vsum = add_up(vsum, av);
+      const double wv = mul_up(W[p], av);
+      y = add_up(y, wv);
+      rn = add_up(rn, mul_up(wv, rho[p]));
+    }
+    rn = add_up(rn, mul_up(xi_g, vsum));
+    // (R_N + Y R_D + a eta G (1 + V + Y)) / (1 - R_D - a eta G): the weights' and the sums'
+    // rounding through the quotient N^ / D^.
+    const double absorb = mul_up(a_eta_g, add_up(add_up(1.0, vmax), y));
+    const double e = div_up(add_up(add_up(rn, mul_up(y, rd)), absorb), denom);
+    // + the final division (u |N^/D^| + eta) + the scores' error (e^{2 sigma} - 1) Y.
+    const double fin = add_up(mul_up(kU, add_up(y, e)), kEta);
+    out[i] = add_up(add_up(e, fin), mul_up(score_part, y));
   }
   return out;
 }

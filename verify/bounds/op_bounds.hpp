@@ -1,4 +1,4 @@
-// Per-op error bounds (spec/bounds.md B1-B9): for each op a backend computes, a bound B on
+// Per-op error bounds (spec/bounds.md B1-B9, B14): for each op a backend computes, a bound B on
 // |op_float - op_exact| over the op's float32 inputs, valid for ANY summation order, with or
 // without FMA, with gradual underflow. Two conforming backends given identical inputs thus
 // differ by at most 2 B (B10). All sizes are element counts; every result is an upper bound
@@ -49,5 +49,33 @@ double swiglu_bound(float g, float up);
 /// row-major. Bound of each logit against the exact composite, for any conforming order.
 std::vector<double> logits_bounds(std::span<const float> x, std::span<const float> wn, float eps,
                                   std::span<const float> W, int vocab);
+
+/// B14. How a conforming attention kernel rounds one output element of one head over n keys
+/// (spec/bounds.md B14). Counts, not sizes: the bound is valid for any kernel whose every
+/// key weight and every term obey them.
+struct AttnRounding {
+  int k = 0;  // relative roundings on any term's path into the numerator or the denominator
+              // (products, FMAs, additions, rescaling products, a distributed normalisation)
+  int r = 0;  // rescalings of a key's weight: akv::exp of a difference of two running maxima
+  int a = 0;  // absolute (underflow) events on the path to the output element, each <= 2^-150
+};
+
+/// B14 counts of the reference (spec/model.md M9, arithmetic.md A2): e_p / S then a_p v_p
+/// summed left to right: k = n + 2, r = 0, a = 2n. n_keys >= 1.
+AttnRounding attn_rounding_reference(int n_keys);
+/// B14 counts of an online-softmax kernel in key blocks of `block` (spec/kernels-cpu.md K4),
+/// B = ceil(n / block) blocks, l and acc rescaled by alpha once per later block:
+/// k = n + B - 1, r = B - 1, a = n + 2(B - 1).
+AttnRounding attn_rounding_online(int n_keys, int block);
+/// B14 counts of a split-KV kernel with splits of `split` keys merged by FMA chains
+/// (spec/kernels-cuda.md G5), C = ceil(n / split): k = min(n, split) + C, r = 1, a = n + 2C.
+AttnRounding attn_rounding_split(int n_keys, int split);
+
+/// B14. Attention output of one query head, q (head_dim,) over keys and values k, v
+/// (n_keys rows of head_dim, row p at p * stride), scores q.k_p / sqrt(head_dim) computed as
+/// in B4: bound of each output element (head_dim,) of any kernel rounding as `how` says,
+/// against the exact sum_p softmax(q.K / sqrt(d))_p v_p. +inf when an assumption fails.
+std::vector<double> attention_bounds(const float* q, const float* k, const float* v, int n_keys, int stride,
+                                     int head_dim, AttnRounding how);
 
 }  // namespace akv::bounds
