@@ -254,6 +254,44 @@ TEST_P(K4_Attention, EqualsTheSpecBlocksAnchoredAtZero) {
   }
 }
 
+TEST_P(K4_Attention, RowsOfAnItemEqualEachTokenAlone) {
+  // An item of `rows` consecutive tokens shares the passes over the cache; each token's bits must
+  // be those of the token alone (rows = 1), i.e. the clause's, across block edges and every split.
+  for (int hd : {8, 64}) {
+    for (int group : {1, 3, 40, 100}) {
+      const int kvh = 2, stride = kvh * hd, n = 160, qs = group * hd + 5, os = group * hd + 3;
+      const auto kc = randu(static_cast<size_t>(n) * stride, hd + group, -2, 2), vc = randu(kc.size(), hd + 7);
+      const auto q = randu(static_cast<size_t>(n) * qs, group, -2, 2);
+      for (auto [pos, rows] : {std::pair{0, 1}, {0, 8}, {5, 3}, {57, 8}, {60, 9}, {63, 2}, {100, 11}, {120, 40}}) {
+        auto K2 = kc, V2 = vc;  // rows after the last token's position are garbage
+        std::fill(K2.begin() + static_cast<ptrdiff_t>(pos + rows) * stride, K2.end(), NAN);
+        std::fill(V2.begin() + static_cast<ptrdiff_t>(pos + rows) * stride, V2.end(), NAN);
+        std::vector<float> out(static_cast<size_t>(rows) * os, -1.0f), alone(out.size(), -1.0f);
+        const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+        cpu::AttnArgs a{q.data(), K2.data() + hd, V2.data() + hd, out.data(), pos, stride, hd, group, scale};
+        a.rows = rows;
+        a.q_stride = static_cast<size_t>(qs);
+        a.out_stride = static_cast<size_t>(os);
+        K().attention(a);
+        for (int t = 0; t < rows; ++t) {
+          cpu::AttnArgs b{q.data() + static_cast<size_t>(t) * qs, K2.data() + hd, V2.data() + hd,
+                          alone.data() + static_cast<size_t>(t) * os, pos + t, stride, hd, group, scale};
+          K().attention(b);
+          if (group <= 3)
+            for (int h = 0; h < group; ++h) {
+              std::vector<float> spec(hd);
+              spec_attention(q.data() + static_cast<size_t>(t) * qs + h * hd, K2.data() + hd, V2.data() + hd,
+                             spec.data(), pos + t, stride, hd);
+              ASSERT_EQ(std::memcmp(spec.data(), alone.data() + static_cast<size_t>(t) * os + h * hd, hd * 4), 0)
+                  << "hd " << hd << " pos " << pos + t << " head " << h;
+            }
+        }
+        ASSERT_TRUE(same_bits(out, alone)) << "hd " << hd << " group " << group << " pos " << pos << " rows " << rows;
+      }
+    }
+  }
+}
+
 TEST_P(K4_Attention, HardAttentionEqualsTheReferenceBitwise) {
   // Integer scores 1024*scale apart: every weight but the winner's is exp(< -104) = 0 exactly,
   // in the reference and here, so both return the winning value row bit for bit.

@@ -71,6 +71,14 @@ void CpuBackend::forward_batch(std::span<const BatchItem> items) {
       }
     }
   }
+  // Attention token blocks: runs of up to kAttnRows consecutive rows of one item.
+  blocks_.clear();
+  for (int r = 0; r < rows;) {
+    int n = 1;
+    while (n < kAttnRows && r + n < rows && row_item_[r + n] == row_item_[r]) ++n;
+    blocks_.push_back({r, n});
+    r += n;
+  }
   const size_t R = static_cast<size_t>(rows);
   auto size = [&](std::vector<float>& b, size_t n) {
     if (b.size() < n) b.resize(n);
@@ -118,12 +126,14 @@ void CpuBackend::forward_batch(std::span<const BatchItem> items) {
       std::copy_n(q + qd, kvd, cache.k(l) + static_cast<size_t>(pos) * kvd);
       std::copy_n(q + qd + kvd, kvd, cache.v(l) + static_cast<size_t>(pos) * kvd);
     });
-    // (token, KV head) items, rows taken from both ends alternately so that contiguous
-    // thread ranges get similar causal work; the order of items never changes a bit (K8).
-    pool_.run(rows * c.n_kv_heads, [&](int b, int e) {
+    // (token block, KV head) items: up to kAttnRows consecutive tokens of one session share the
+    // passes over the cache (K4); blocks are taken from both ends alternately so that contiguous
+    // thread ranges get similar causal work. Neither the blocks nor their order change a bit (K8).
+    const int n_blocks = static_cast<int>(blocks_.size());
+    pool_.run(n_blocks * c.n_kv_heads, [&](int b, int e) {
       for (int i = b; i < e; ++i) {
         const int j = i / c.n_kv_heads, g = i % c.n_kv_heads;
-        const int r = (j % 2 == 0) ? j / 2 : rows - 1 - j / 2;
+        const auto [r, n] = blocks_[(j % 2 == 0) ? j / 2 : n_blocks - 1 - j / 2];
         KVCache& cache = *items[row_item_[r]].cache;
         AttnArgs a;
         a.q = qkv_.data() + static_cast<size_t>(r) * qkvd + static_cast<size_t>(g) * group * hd;
@@ -135,6 +145,9 @@ void CpuBackend::forward_batch(std::span<const BatchItem> items) {
         a.head_dim = hd;
         a.group = group;
         a.scale = scale;
+        a.rows = n;
+        a.q_stride = static_cast<size_t>(qkvd);
+        a.out_stride = static_cast<size_t>(qd);
         k.attention(a);
       }
     });

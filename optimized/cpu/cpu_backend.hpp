@@ -4,6 +4,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "optimized/cpu/isa.hpp"
@@ -60,6 +61,9 @@ class CpuBackend final : public Backend {
   // Scratch, (rows, width) each; rows = tokens in the call.
   std::vector<float> x_, xb_, qkv_, att_, h_, logits_;
   std::vector<int> row_item_, row_pos_;
+  /// Attention items' token blocks (first row, rows): consecutive tokens of one session (K4).
+  std::vector<std::pair<int, int>> blocks_;
+  static constexpr int kAttnRows = 8;
 };
 
 /// make_backend("cpu", ...) of verify/backends.cpp.

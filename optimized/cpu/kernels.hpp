@@ -34,19 +34,26 @@ struct PackedMatrix {
 /// (all with the same n): outputs of parts[0], then parts[1], ...
 PackedMatrix pack_rows(const std::vector<const std::vector<float>*>& parts, int n);
 
-/// One attention work item (K4): the `group` query heads sharing one KV head, for one token
-/// at absolute position pos, attending to cache rows [0, pos].
+/// One attention work item (K4): the `group` query heads sharing one KV head, for `rows`
+/// consecutive tokens of one session at absolute positions pos, pos + 1, ..., pos + rows - 1;
+/// token t attends to cache rows [0, pos + t]. Every (token, head) output is computed exactly as
+/// it would be alone (K4): the rows only share the passes over the cache.
 struct AttnArgs {
-  const float* q;     // (group, head_dim), post-RoPE
+  const float* q;     // token t: (group, head_dim) at q + t*q_stride, post-RoPE
   const float* k;     // cache keys of this KV head: row p at k + p*stride
   const float* v;     // cache values, same layout
-  float* out;         // (group, head_dim)
-  int pos = 0;        // absolute position of the query token
+  float* out;         // token t: (group, head_dim) at out + t*out_stride
+  int pos = 0;        // absolute position of the first query token
   int stride = 0;     // kv_dim
   int head_dim = 0;
   int group = 1;
   float scale = 1.0f;  // 1/sqrt(head_dim), as the reference computes it
+  int rows = 1;        // consecutive tokens in this item
+  size_t q_stride = 0;    // floats between the tokens' queries (rows > 1)
+  size_t out_stride = 0;  // floats between the tokens' outputs (rows > 1)
 };
+/// Most (token, query head) pairs one attention item may carry (rows * group).
+inline constexpr int kMaxAttnStates = 96;
 
 struct Kernels {
   Isa isa;

@@ -80,6 +80,22 @@ struct Avx2 {
     s4 = _mm_add_ss(s4, _mm_shuffle_ps(s4, s4, 1));
     return _mm_cvtss_f32(s4);
   }
+  // Eight K2 trees at once, each the adds of reduce() on the same operands in the same order,
+  // packed across keys: key c's tree is worked in lane c (mod 4) of a 128-bit half.
+  static void reduce8(const V* a, float* out) {
+    __m256 s8[8];  // w = 8: lanes 0-7 of key c
+    for (int c = 0; c < 8; ++c) s8[c] = _mm256_add_ps(a[c].lo, a[c].hi);
+    __m256 u[4];  // w = 4: [key c lanes 0-3 | key c+4 lanes 0-3]
+    for (int c = 0; c < 4; ++c)
+      u[c] = _mm256_add_ps(_mm256_permute2f128_ps(s8[c], s8[c + 4], 0x20), _mm256_permute2f128_ps(s8[c], s8[c + 4], 0x31));
+    __m256 w[2];  // w = 2: [keys c, c+1 lanes 0-1 | keys c+4, c+5 lanes 0-1]
+    for (int c = 0; c < 2; ++c)
+      w[c] = _mm256_add_ps(_mm256_shuffle_ps(u[2 * c], u[2 * c + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+                           _mm256_shuffle_ps(u[2 * c], u[2 * c + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+    // w = 1: [keys 0-3 | keys 4-7], lane 0 + lane 1 of each
+    _mm256_storeu_ps(out, _mm256_add_ps(_mm256_shuffle_ps(w[0], w[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                                        _mm256_shuffle_ps(w[0], w[1], _MM_SHUFFLE(3, 1, 3, 1))));
+  }
 };
 
 }  // namespace

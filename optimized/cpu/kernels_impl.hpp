@@ -5,6 +5,7 @@
 //   S::fma(a, b, c)          a*b + c per lane, one rounding (IEEE fusedMultiplyAdd)
 //   S::add/sub/mul/div       per lane, IEEE
 //   S::reduce(v)             the canonical tree of K2: for w = 8, 4, 2, 1: v[l] += v[l + w]
+//   S::reduce8(a, out)       out[c] = S::reduce(a[c]) for c < 8, bit for bit (may pack the trees)
 //   S::exp(v)                akv::exp per lane, same IEEE operations (K7)
 //   S::kTileBudget           V accumulators a matmul tile may hold in registers
 // Every function is a template over S, so the three instantiations never share a symbol.
@@ -175,9 +176,9 @@ void exp(float* out, const float* x, int n) {
 
 // ---------------------------------------------------------------- attention (K4)
 
-// Four canonical dots (K2) of q with keys k, k + stride, ... (hd % 16 == 0), times scale.
+// Four canonical dots (K2) of q with keys k, k + stride, ... (hd % 16 == 0), not yet scaled.
 template <class S>
-void dot4(const float* q, const float* k, int stride, int hd, float scale, float* out) {
+void dot4(const float* q, const float* k, int stride, int hd, float* out) {
   typename S::V a0 = S::zero(), a1 = S::zero(), a2 = S::zero(), a3 = S::zero();
   for (int j = 0; j < hd; j += kLanes) {
     const typename S::V qj = S::load(q + j);
@@ -186,83 +187,185 @@ void dot4(const float* q, const float* k, int stride, int hd, float scale, float
     a2 = S::fma(qj, S::load(k + 2 * static_cast<size_t>(stride) + j), a2);
     a3 = S::fma(qj, S::load(k + 3 * static_cast<size_t>(stride) + j), a3);
   }
-  out[0] = S::reduce(a0) * scale;
-  out[1] = S::reduce(a1) * scale;
-  out[2] = S::reduce(a2) * scale;
-  out[3] = S::reduce(a3) * scale;
+  out[0] = S::reduce(a0);
+  out[1] = S::reduce(a1);
+  out[2] = S::reduce(a2);
+  out[3] = S::reduce(a3);
 }
 
-// acc (C*16,) = acc*alpha, then acc = fma(e[j], v_j, acc) for j in key order. Returns C*16.
+// Eight canonical dots (K2) of q with keys k + c*stride, c < 8 (hd % 16 == 0), not yet scaled:
+// the lane chains of dot4, then the eight K2 trees evaluated side by side (S::reduce8: the same
+// adds on the same operands as S::reduce, only packed across keys).
+template <class S>
+void dot8(const float* q, const float* k, int stride, int hd, float* out) {
+  typename S::V a[8];
+  for (int c = 0; c < 8; ++c) a[c] = S::zero();
+  for (int c0 = 0; c0 < 8; c0 += 4)
+    for (int j = 0; j < hd; j += kLanes) {
+      const typename S::V qj = S::load(q + j);
+      for (int c = c0; c < c0 + 4; ++c) a[c] = S::fma(qj, S::load(k + static_cast<size_t>(c) * stride + j), a[c]);
+    }
+  S::reduce8(a, out);
+}
+
+// Keys [j0, j1) of a block for one query head's acc (out, hd): on the first keys of the block
+// (j0 == 0) acc = acc*alpha first; then acc[i] = fma(e[j], v_j[i], acc[i]) for j in key order.
 template <class S, int C>
-int accumulate_row(float* out, const float* v, int stride, const float* e, int nb, float alpha) {
+void accumulate_keys(float* out, const float* v, int stride, const float* e, int j0, int j1, float alpha) {
   typename S::V acc[C];
-  for (int c = 0; c < C; ++c) acc[c] = S::mul(S::load(out + c * kLanes), S::set1(alpha));
-  for (int j = 0; j < nb; ++j) {
+  if (j0 == 0)
+    for (int c = 0; c < C; ++c) acc[c] = S::mul(S::load(out + c * kLanes), S::set1(alpha));
+  else
+    for (int c = 0; c < C; ++c) acc[c] = S::load(out + c * kLanes);
+  for (int j = j0; j < j1; ++j) {
     const typename S::V ej = S::set1(e[j]);
     const float* vj = v + static_cast<size_t>(j) * stride;
     for (int c = 0; c < C; ++c) acc[c] = S::fma(ej, S::load(vj + c * kLanes), acc[c]);
   }
   for (int c = 0; c < C; ++c) S::store(out + c * kLanes, acc[c]);
-  return C * kLanes;
 }
 
-// Flash-style attention of one query head over keys [0, pos], in key blocks anchored at
-// absolute position 0. Per block: scores by the canonical dot, the block max left to right,
-// the running max m, alpha = exp(m_old - m_new), l = l*alpha + e_p in key order,
-// acc = acc*alpha then acc = fma(e_p, v_p, acc) in key order; out = acc / l.
 template <class S>
-void attention_head(const float* q, const float* k, const float* v, float* out, int pos, int stride, int hd,
-                    float scale) {
-  alignas(64) float e[kKeyBlock];
-  float m = -INFINITY, l = 0.0f;
-  for (int i = 0; i < hd; ++i) out[i] = 0.0f;
-  const int n_keys = pos + 1;
-  for (int b0 = 0; b0 < n_keys; b0 += kKeyBlock) {
-    const int nb = std::min(kKeyBlock, n_keys - b0);
-    int j0 = 0;
-    if (hd % kLanes == 0)  // four keys' lane chains interleaved: more chains in flight, same bits (K2)
-      for (; j0 + 4 <= nb; j0 += 4) dot4<S>(q, k + static_cast<size_t>(b0 + j0) * stride, stride, hd, scale, e + j0);
-    for (int j = j0; j < nb; ++j) e[j] = dot<S>(q, k + static_cast<size_t>(b0 + j) * stride, hd) * scale;
-    float mb = e[0];
-    for (int j = 1; j < nb; ++j) mb = mb < e[j] ? e[j] : mb;
-    const float m_new = m < mb ? mb : m;
-    const float alpha = akv::exp(m - m_new);
-    m = m_new;
+void accumulate_keys_any(float* out, const float* v, int stride, const float* e, int j0, int j1, float alpha, int hd) {
+  int i = 0;
+  switch (hd) {  // the whole row in registers, keys outer: same per-element chain (K4 step 5)
+    case 32: return accumulate_keys<S, 2>(out, v, stride, e, j0, j1, alpha);
+    case 64: return accumulate_keys<S, 4>(out, v, stride, e, j0, j1, alpha);
+    case 128: return accumulate_keys<S, 8>(out, v, stride, e, j0, j1, alpha);
+    default: break;
+  }
+  for (; i + kLanes <= hd; i += kLanes) accumulate_keys<S, 1>(out + i, v + i, stride, e, j0, j1, alpha);
+  for (; i < hd; ++i) {
+    float acc = j0 == 0 ? out[i] * alpha : out[i];
+    for (int j = j0; j < j1; ++j) acc = std::fma(e[j], v[static_cast<size_t>(j) * stride + i], acc);
+    out[i] = acc;
+  }
+}
+
+// Scores of keys [j0, j1) of a block for one query head, not yet scaled (K2 dots).
+template <class S>
+void scores(const float* q, const float* k, int stride, int hd, float* e, int j0, int j1) {
+  if (hd % kLanes == 0) {  // several keys' lane chains interleaved: more chains in flight, same bits (K2)
+    for (; j0 + 8 <= j1; j0 += 8) dot8<S>(q, k + static_cast<size_t>(j0) * stride, stride, hd, e + j0);
+    for (; j0 + 4 <= j1; j0 += 4) dot4<S>(q, k + static_cast<size_t>(j0) * stride, stride, hd, e + j0);
+  }
+  for (; j0 < j1; ++j0) e[j0] = dot<S>(q, k + static_cast<size_t>(j0) * stride, hd);
+}
+
+// Steps 1-4 and 6 of K4 for U query heads on one block, each given its raw dots e[u][0, nb):
+// scale, the block max left to right, the running max m, alpha = exp(m_old - m_new),
+// e_p = exp(s_p - m_new), l = l*alpha, then l = l + e_p in key order; alpha[u] is step 5's.
+// The U heads' serial chains (max, l) are interleaved only to overlap their latencies.
+template <class S, int U>
+void softmax_block(float* const* e, int nb, float scale, float* m, float* l, float* alpha) {
+  const typename S::V vs = S::set1(scale);
+  float mb[U];
+  for (int u = 0; u < U; ++u) {
+    int j = 0;
+    for (; j + kLanes <= nb; j += kLanes) S::store(e[u] + j, S::mul(S::load(e[u] + j), vs));
+    for (; j < nb; ++j) e[u][j] = e[u][j] * scale;
+    mb[u] = e[u][0];
+  }
+  for (int j = 1; j < nb; ++j)
+    for (int u = 0; u < U; ++u) mb[u] = mb[u] < e[u][j] ? e[u][j] : mb[u];
+  for (int u = 0; u < U; ++u) {
+    const float m_new = m[u] < mb[u] ? mb[u] : m[u];
+    alpha[u] = akv::exp(m[u] - m_new);
+    m[u] = m_new;
     int j = 0;
     const typename S::V vm = S::set1(m_new);
-    for (; j + kLanes <= nb; j += kLanes) S::store(e + j, S::exp(S::sub(S::load(e + j), vm)));
-    for (; j < nb; ++j) e[j] = akv::exp(e[j] - m_new);
-    l = l * alpha;
-    for (j = 0; j < nb; ++j) l = l + e[j];
-    int i = 0;
-    switch (hd) {  // the whole row in registers, keys outer: same per-element chain (K4 step 5)
-      case 32: i = accumulate_row<S, 2>(out, v + static_cast<size_t>(b0) * stride, stride, e, nb, alpha); break;
-      case 64: i = accumulate_row<S, 4>(out, v + static_cast<size_t>(b0) * stride, stride, e, nb, alpha); break;
-      case 128: i = accumulate_row<S, 8>(out, v + static_cast<size_t>(b0) * stride, stride, e, nb, alpha); break;
-      default: break;
-    }
-    for (; i + kLanes <= hd; i += kLanes) {
-      typename S::V acc = S::mul(S::load(out + i), S::set1(alpha));
-      for (j = 0; j < nb; ++j) acc = S::fma(S::set1(e[j]), S::load(v + static_cast<size_t>(b0 + j) * stride + i), acc);
-      S::store(out + i, acc);
-    }
-    for (; i < hd; ++i) {
-      float acc = out[i] * alpha;
-      for (j = 0; j < nb; ++j) acc = std::fma(e[j], v[static_cast<size_t>(b0 + j) * stride + i], acc);
-      out[i] = acc;
-    }
+    for (; j + kLanes <= nb; j += kLanes) S::store(e[u] + j, S::exp(S::sub(S::load(e[u] + j), vm)));
+    for (; j < nb; ++j) e[u][j] = akv::exp(e[u][j] - m_new);
+    l[u] = l[u] * alpha[u];
   }
-  int i = 0;
-  const typename S::V vl = S::set1(l);
-  for (; i + kLanes <= hd; i += kLanes) S::store(out + i, S::div(S::load(out + i), vl));
-  for (; i < hd; ++i) out[i] = out[i] / l;
+  for (int j = 0; j < nb; ++j)
+    for (int u = 0; u < U; ++u) l[u] = l[u] + e[u][j];
 }
 
+// Flash-style attention (K4) of the item's rows x group query heads ("states") over keys in
+// blocks anchored at absolute position 0. Per block, the states' scores, then their softmax
+// steps, then their value sums; the first and last go through the block in chunks of 8 keys,
+// all states per chunk, so that a chunk of cache rows is read from memory once for all of them.
+// Each state still runs exactly K4's operations in K4's order on its own data: its bits are
+// those it gets alone. out = acc / l at the end.
 template <class S>
 void attention(const AttnArgs& a) {
-  for (int h = 0; h < a.group; ++h)
-    attention_head<S>(a.q + static_cast<size_t>(h) * a.head_dim, a.k, a.v, a.out + static_cast<size_t>(h) * a.head_dim,
-                      a.pos, a.stride, a.head_dim, a.scale);
+  const int hd = a.head_dim;
+  if (a.group > kMaxAttnStates) {  // more heads than states: split the heads
+    for (int h0 = 0; h0 < a.group; h0 += kMaxAttnStates) {
+      AttnArgs b = a;
+      b.group = std::min(kMaxAttnStates, a.group - h0);
+      b.q = a.q + static_cast<size_t>(h0) * hd;
+      b.out = a.out + static_cast<size_t>(h0) * hd;
+      attention<S>(b);
+    }
+    return;
+  }
+  if (a.rows * a.group > kMaxAttnStates) {  // split the tokens
+    const int per = kMaxAttnStates / a.group;
+    for (int t0 = 0; t0 < a.rows; t0 += per) {
+      AttnArgs b = a;
+      b.rows = std::min(per, a.rows - t0);
+      b.pos = a.pos + t0;
+      b.q = a.q + t0 * a.q_stride;
+      b.out = a.out + t0 * a.out_stride;
+      attention<S>(b);
+    }
+    return;
+  }
+  constexpr int kChunk = 8;
+  const int G = a.group, n_states = a.rows * G;
+  float m[kMaxAttnStates], l[kMaxAttnStates], alpha[kMaxAttnStates];
+  alignas(64) float e[kMaxAttnStates][kKeyBlock];
+  auto q_of = [&](int s) { return a.q + (s / G) * a.q_stride + static_cast<size_t>(s % G) * hd; };
+  auto out_of = [&](int s) { return a.out + (s / G) * a.out_stride + static_cast<size_t>(s % G) * hd; };
+  for (int s = 0; s < n_states; ++s) {
+    m[s] = -INFINITY;
+    l[s] = 0.0f;
+    float* out = out_of(s);
+    for (int i = 0; i < hd; ++i) out[i] = 0.0f;
+  }
+  const int n_last = a.pos + a.rows;  // keys of the last token
+  for (int b0 = 0; b0 < n_last; b0 += kKeyBlock) {
+    const float* kb = a.k + static_cast<size_t>(b0) * a.stride;
+    const float* vb = a.v + static_cast<size_t>(b0) * a.stride;
+    auto nb_of = [&](int s) { return std::max(0, std::min(kKeyBlock, a.pos + s / G + 1 - b0)); };
+    const int nb_max = nb_of(n_states - 1);
+    for (int j0 = 0; j0 < nb_max; j0 += kChunk)
+      for (int s = 0; s < n_states; ++s) {
+        const int j1 = std::min(j0 + kChunk, nb_of(s));
+        if (j1 > j0) scores<S>(q_of(s), kb, a.stride, hd, e[s], j0, j1);
+      }
+    for (int s = 0; s < n_states;) {  // runs of up to 4 states with the same key count
+      const int nb = nb_of(s);
+      int u = 1;
+      while (u < 4 && s + u < n_states && nb_of(s + u) == nb) ++u;
+      if (nb > 0) {
+        float* rows[4];
+        for (int x = 0; x < 4; ++x) rows[x] = e[s + std::min(x, u - 1)];
+        switch (u) {
+          case 1: softmax_block<S, 1>(rows, nb, a.scale, m + s, l + s, alpha + s); break;
+          case 2: softmax_block<S, 2>(rows, nb, a.scale, m + s, l + s, alpha + s); break;
+          case 3: softmax_block<S, 3>(rows, nb, a.scale, m + s, l + s, alpha + s); break;
+          default: softmax_block<S, 4>(rows, nb, a.scale, m + s, l + s, alpha + s); break;
+        }
+      }
+      s += u;
+    }
+    for (int j0 = 0; j0 < nb_max; j0 += kChunk)
+      for (int s = 0; s < n_states; ++s) {
+        const int j1 = std::min(j0 + kChunk, nb_of(s));
+        if (j1 > j0) accumulate_keys_any<S>(out_of(s), vb, a.stride, e[s], j0, j1, alpha[s], hd);
+      }
+  }
+  for (int s = 0; s < n_states; ++s) {
+    float* out = out_of(s);
+    const float lv = l[s];
+    int i = 0;
+    const typename S::V vl = S::set1(lv);
+    for (; i + kLanes <= hd; i += kLanes) S::store(out + i, S::div(S::load(out + i), vl));
+    for (; i < hd; ++i) out[i] = out[i] / lv;
+  }
 }
 
 template <class S>

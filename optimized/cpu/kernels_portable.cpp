@@ -35,6 +35,9 @@ struct Portable {
       for (int l = 0; l < w; ++l) a.v[l] = a.v[l] + a.v[l + w];
     return a.v[0];
   }
+  static void reduce8(const V* a, float* out) {
+    for (int c = 0; c < 8; ++c) out[c] = reduce(a[c]);
+  }
 };
 }  // namespace
 
