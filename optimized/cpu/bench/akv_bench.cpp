@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -87,6 +88,17 @@ int main(int argc, char** argv) {
       std::cerr << "usage: akv_bench [--out DIR] [--threads N] [--quick]\n";
       return 2;
     }
+  }
+  if (threads < 1) {
+    std::cerr << "akv_bench: --threads must be a positive integer\n";
+    return 2;
+  }
+  // Fail before minutes of measuring, not after: the output folder must be writable.
+  std::error_code ec;
+  std::filesystem::create_directories(out_dir, ec);
+  if (ec || !std::ofstream(out_dir + "/bench.json")) {
+    std::cerr << "akv_bench: cannot write to " << out_dir << (ec ? ": " + ec.message() : "") << "\n";
+    return 2;
   }
   nlohmann::json J;
   const Config cfg = config_by_name("bench");
