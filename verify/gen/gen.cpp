@@ -46,7 +46,23 @@ rc::Gen<GenConversation> conversation(const Profile& p, size_t budget, size_t mi
     return rc::gen::resize(std::min<int>(k, static_cast<int>(max_spans)),
                            rc::gen::nonEmpty(rc::gen::container<std::vector<GenSpan>>(one)));
   });
-  auto conv = rc::gen::map(spans, [=](std::vector<GenSpan> s) { return trim(GenConversation{std::move(s)}, budget); });
+  auto trimmed = rc::gen::map(spans, [=](std::vector<GenSpan> s) { return trim(GenConversation{std::move(s)}, budget); });
+  // Padding a last span up to the budget is how the long profile reaches the whole context;
+  // uniform span lengths alone almost never sum to it.
+  const int fill = p.fill_per_mille;
+  auto conv = fill <= 0 ? trimmed : rc::gen::mapcat(trimmed, [=](GenConversation c) {
+    size_t used = 0;
+    for (const auto& s : c.spans) used += s.tokens.size();
+    const size_t rest = budget > used ? budget - used : 0;
+    auto pad = rc::gen::weightedOneOf<size_t>({{static_cast<size_t>(1000 - fill), rc::gen::just<size_t>(0)},
+                                               {static_cast<size_t>(fill), rc::gen::just<size_t>(size_t{rest})}});
+    return rc::gen::map(rc::gen::mapcat(pad, [](size_t n) { return rc::gen::container<std::vector<Token>>(n, token()); }),
+                        [c](std::vector<Token> t) {
+                          GenConversation out = c;
+                          if (!t.empty()) out.spans.push_back(GenSpan{Role::kTool, std::move(t)});
+                          return out;
+                        });
+  });
   return rc::gen::suchThat(conv, [=](const GenConversation& c) { return c.nonempty().size() >= min_nonempty; });
 }
 

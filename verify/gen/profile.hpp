@@ -16,6 +16,7 @@ struct Profile {
   uint64_t max_seed = 1;        // weight seeds are drawn from [1, max_seed]
   size_t max_commands = 0;      // stateful test: commands per sequence
   size_t state_max_total = 0;   // stateful test: cache size bound (tiny; small uses small_max_total)
+  int fill_per_mille = 0;       // how often a conversation is padded with a last span to exactly its budget
 };
 
 /// "ci": tiny model up to 640 tokens, the small model 1 case in 25 with <= 24 tokens.
