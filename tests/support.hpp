@@ -1,5 +1,6 @@
 // Shared fixtures of the test suites: models, sessions built from spans, file paths.
 #pragma once
+#include <gtest/gtest.h>
 #include <limits>
 #include <map>
 #include <memory>
@@ -11,6 +12,8 @@
 #include "reference/chat.hpp"
 #include "reference/model.hpp"
 #include "reference/session.hpp"
+#include "verify/compare.hpp"
+#include "verify/digest.hpp"
 
 namespace akv::test {
 
@@ -69,6 +72,35 @@ inline std::vector<Token> tokens(size_t n, uint32_t seed, int vocab) {
     v = static_cast<Token>((x >> 8) % static_cast<uint32_t>(vocab));
   }
   return t;
+}
+
+/// A cache and the logit rows (n, vocab) of tokens run through a backend.
+struct ChunkedRun {
+  KVCache cache;
+  std::vector<float> logits;
+};
+
+/// Runs `toks` through `be` on a fresh cache in calls of the given sizes (summing to
+/// toks.size()): the chunking under test in every I1 check.
+inline ChunkedRun run_chunked(Backend& be, const std::vector<Token>& toks, const std::vector<size_t>& chunks) {
+  const Config& c = be.model().config;
+  ChunkedRun r{KVCache(c), std::vector<float>(toks.size() * c.vocab)};
+  size_t at = 0;
+  for (size_t m : chunks) {
+    be.forward(r.cache, std::span<const Token>(toks).subspan(at, m),
+               std::span<float>(r.logits).subspan(at * c.vocab, m * c.vocab));
+    at += m;
+  }
+  EXPECT_EQ(at, toks.size());
+  return r;
+}
+
+/// Same K/V bytes (digest) and same logit rows (memcmp, max|delta| == 0).
+inline void expect_bitwise(const ChunkedRun& a, const ChunkedRun& b) {
+  EXPECT_EQ(cache_sha256(a.cache), cache_sha256(b.cache));
+  const Diff d = compare(a.logits, b.logits);
+  EXPECT_TRUE(d.bitwise_equal);
+  EXPECT_EQ(d.max_abs, 0.0f);
 }
 
 }  // namespace akv::test

@@ -18,31 +18,10 @@
 #include "verify/digest.hpp"
 
 using namespace akv;
+using test::expect_bitwise;
+using test::run_chunked;
 
 namespace {
-
-struct Outcome {
-  KVCache cache;
-  std::vector<float> logits;  // (n, vocab)
-};
-
-// Runs `toks` through `be` in calls of the given sizes (summing to toks.size()).
-Outcome run_chunked(Backend& be, const std::vector<Token>& toks, const std::vector<size_t>& chunks) {
-  const Config& c = be.model().config;
-  Outcome r{KVCache(c), std::vector<float>(toks.size() * c.vocab)};
-  size_t at = 0;
-  for (size_t m : chunks) {
-    be.forward(r.cache, std::span<const Token>(toks).subspan(at, m), std::span<float>(r.logits).subspan(at * c.vocab, m * c.vocab));
-    at += m;
-  }
-  EXPECT_EQ(at, toks.size());
-  return r;
-}
-
-void expect_bitwise(const Outcome& a, const Outcome& b) {
-  EXPECT_EQ(cache_sha256(a.cache), cache_sha256(b.cache));
-  EXPECT_TRUE(compare(a.logits, b.logits).bitwise_equal);
-}
 
 std::unique_ptr<Backend> emu(std::shared_ptr<const Model> m = test::tiny()) {
   auto b = make_cuda_emu_backend(std::move(m));
@@ -57,7 +36,7 @@ std::unique_ptr<Backend> emu(std::shared_ptr<const Model> m = test::tiny()) {
 TEST(G7_Invariance, PrefillChunksAndDecodeReachTheSameBits) {
   auto be = emu();
   const auto toks = test::tokens(300, 7, be->model().config.vocab);
-  const Outcome one = run_chunked(*be, toks, {300});
+  const test::ChunkedRun one = run_chunked(*be, toks, {300});
   expect_bitwise(one, run_chunked(*be, toks, {299, 1}));
   expect_bitwise(one, run_chunked(*be, toks, {64, 1, 63, 100, 72}));  // boundaries on and off the splits
   expect_bitwise(one, run_chunked(*be, toks, std::vector<size_t>(300, 1)));
@@ -81,7 +60,7 @@ TEST(G7_Invariance, ScratchContentsAndEarlierWorkDoNotMatter) {
   const auto toks = test::tokens(150, 13, test::tiny()->config.vocab);
   auto be = emu();
   be->set_scratch_poison(std::nullopt);
-  const Outcome plain = run_chunked(*be, toks, {150});
+  const test::ChunkedRun plain = run_chunked(*be, toks, {150});
   run_chunked(*be, test::tokens(400, 99, test::tiny()->config.vocab), {400});  // unrelated work
   expect_bitwise(plain, run_chunked(*be, toks, {150}));
   be->set_scratch_poison(-3.0e38f);
@@ -140,7 +119,7 @@ TEST(G11_VsReference, ObservedMaxAbsDiffIsReported) {
     auto model = make_model(config_by_name(cfg), 1);
     auto ref = make_reference_backend(model), em = emu(model);
     const auto toks = test::tokens(cfg == std::string("tiny") ? 400 : 100, 31, model->config.vocab);
-    const Outcome a = run_chunked(*ref, toks, {toks.size()}), b = run_chunked(*em, toks, {toks.size()});
+    const test::ChunkedRun a = run_chunked(*ref, toks, {toks.size()}), b = run_chunked(*em, toks, {toks.size()});
     const Diff logits = compare(a.logits, b.logits);
     float kv = 0;
     for (int l = 0; l < a.cache.n_layers(); ++l)

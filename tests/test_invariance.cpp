@@ -10,36 +10,8 @@
 #include "verify/digest.hpp"
 
 using namespace akv;
-
-namespace {
-
-struct Result {
-  KVCache cache;
-  std::vector<float> logits;  // (n, vocab)
-};
-
-// Runs `toks` through `be` in calls of the given sizes (summing to toks.size()).
-Result run_chunked(Backend& be, const std::vector<Token>& toks, const std::vector<size_t>& chunks) {
-  const Config& c = be.model().config;
-  Result r{KVCache(c), std::vector<float>(toks.size() * c.vocab)};
-  size_t at = 0;
-  for (size_t m : chunks) {
-    be.forward(r.cache, std::span<const Token>(toks).subspan(at, m),
-               std::span<float>(r.logits).subspan(at * c.vocab, m * c.vocab));
-    at += m;
-  }
-  EXPECT_EQ(at, toks.size());
-  return r;
-}
-
-void expect_bitwise(const Result& a, const Result& b) {
-  EXPECT_EQ(cache_sha256(a.cache), cache_sha256(b.cache));
-  const Diff d = compare(a.logits, b.logits);
-  EXPECT_TRUE(d.bitwise_equal);
-  EXPECT_EQ(d.max_abs, 0.0f);
-}
-
-}  // namespace
+using test::expect_bitwise;
+using test::run_chunked;
 
 TEST(I1_Invariance, OneCallVersusNMinusOneThenOneDecode) {
   auto be = make_reference_backend(test::tiny());
@@ -63,7 +35,7 @@ TEST(I1_Invariance, ScratchContentsDoNotMatter) {
   auto be = make_reference_backend(test::tiny());
   const auto toks = test::tokens(200, 13, be->model().config.vocab);
   be->set_scratch_poison(std::nullopt);
-  const Result plain = run_chunked(*be, toks, {120, 80});
+  const test::ChunkedRun plain = run_chunked(*be, toks, {120, 80});
   be->set_scratch_poison(std::numeric_limits<float>::quiet_NaN());
   expect_bitwise(plain, run_chunked(*be, toks, {120, 80}));
   be->set_scratch_poison(-3.0e38f);
@@ -75,7 +47,7 @@ TEST(I1_Invariance, ScratchContentsDoNotMatter) {
 TEST(I1_Invariance, EarlierUnrelatedWorkDoesNotMatter) {
   const auto toks = test::tokens(150, 17, test::tiny()->config.vocab);
   auto fresh = make_reference_backend(test::tiny());
-  const Result first = run_chunked(*fresh, toks, {150});
+  const test::ChunkedRun first = run_chunked(*fresh, toks, {150});
   auto used = make_reference_backend(test::tiny());
   run_chunked(*used, test::tokens(400, 99, test::tiny()->config.vocab), {400});  // unrelated session
   expect_bitwise(first, run_chunked(*used, toks, {150}));

@@ -15,6 +15,8 @@
 #include "verify/digest.hpp"
 
 using namespace akv;
+using test::expect_bitwise;
+using test::run_chunked;
 
 namespace {
 
@@ -22,27 +24,6 @@ namespace {
   do {                                                                                         \
     if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device: GPU test not run (scripts/gpu-check on a GPU)"; \
   } while (0)
-
-struct Outcome {
-  KVCache cache;
-  std::vector<float> logits;
-};
-
-Outcome run_chunked(Backend& be, const std::vector<Token>& toks, const std::vector<size_t>& chunks) {
-  const Config& c = be.model().config;
-  Outcome r{KVCache(c), std::vector<float>(toks.size() * c.vocab)};
-  size_t at = 0;
-  for (size_t m : chunks) {
-    be.forward(r.cache, std::span<const Token>(toks).subspan(at, m), std::span<float>(r.logits).subspan(at * c.vocab, m * c.vocab));
-    at += m;
-  }
-  return r;
-}
-
-void expect_bitwise(const Outcome& a, const Outcome& b) {
-  EXPECT_EQ(cache_sha256(a.cache), cache_sha256(b.cache));
-  EXPECT_TRUE(compare(a.logits, b.logits).bitwise_equal);
-}
 
 std::unique_ptr<Backend> poisoned(std::unique_ptr<Backend> b) {
   b->set_scratch_poison(std::numeric_limits<float>::quiet_NaN());
@@ -85,7 +66,7 @@ TEST(G7_DeviceInvariance, PrefillChunksDecodeAndScratch) {
   auto model = make_model(config_by_name("small"), 3);
   auto dev = poisoned(make_cuda_backend(model));
   const auto toks = test::tokens(cuda::kMaxRows + 70, 5, model->config.vocab);
-  const Outcome one = run_chunked(*dev, toks, {toks.size()});
+  const test::ChunkedRun one = run_chunked(*dev, toks, {toks.size()});
   expect_bitwise(one, run_chunked(*dev, toks, {1000, 1, 1047, 1, 20, 1, 1, 1, 1, 1, 45}));
   dev->set_scratch_poison(-3.0e38f);
   expect_bitwise(one, run_chunked(*dev, toks, {64, toks.size() - 64}));
@@ -170,7 +151,7 @@ TEST(G11_DeviceVsReference, ObservedMaxAbsDiffIsReported) {
     auto model = make_model(config_by_name(cfg), 1);
     auto ref = make_reference_backend(model), dev = poisoned(make_cuda_backend(model));
     const auto toks = test::tokens(400, 31, model->config.vocab);
-    const Outcome a = run_chunked(*ref, toks, {400}), b = run_chunked(*dev, toks, {400});
+    const test::ChunkedRun a = run_chunked(*ref, toks, {400}), b = run_chunked(*dev, toks, {400});
     const Diff d = compare(a.logits, b.logits);
     EXPECT_TRUE(std::isfinite(d.max_abs));
     EXPECT_FALSE(d.bitwise_equal);
