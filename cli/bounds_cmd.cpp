@@ -1,7 +1,8 @@
-// akv bounds FILE [--model tiny|small] [--seed S] [--max-tokens N] [--json]
-// Runs a conversation's tokens through the float reference, the enclosure and the MPFR oracle
-// and prints, per next-token logit, float value, exact value, observed error, proven bound and
-// their ratio (spec/bounds.md B11). Exit 0 every logit within its bound, 1 a bound violated,
+// akv bounds FILE [--model tiny|small] [--seed S] [--max-tokens N] [--terms K] [--json]
+// Runs a conversation's tokens through every backend, the affine enclosure and the MPFR oracle
+// and prints, per next-token logit, the reference's float value, exact value, observed error,
+// proven bound and their ratio, then each backend's largest error against the bound
+// (spec/bounds.md B11). Exit 0 every logit within its bound, 1 a bound violated,
 // 2 bad input.
 #include <iostream>
 #include <memory>
@@ -20,6 +21,7 @@ struct BoundsArgs {
   std::string model = "tiny";
   uint64_t seed = 1;
   size_t max_tokens = 0;  // 0: the whole conversation
+  bounds::BoundsOptions opt;
   bool json = false;
 };
 
@@ -32,7 +34,7 @@ int run_bounds_cmd(const BoundsArgs& a) {
   }
   if (a.max_tokens > 0 && tokens.size() > a.max_tokens) tokens.resize(a.max_tokens);
   const auto model = make_model(config_by_name(a.model), a.seed);
-  const bounds::BoundsReport r = bounds::run_bounds(model, a.seed, tokens);
+  const bounds::BoundsReport r = bounds::run_bounds(model, a.seed, tokens, a.opt);
   if (a.json) {
     nlohmann::json j = bounds::to_json(r);
     j["file"] = a.file;
@@ -52,6 +54,9 @@ Command add_bounds(CLI::App& app) {
   b->add_option("--seed", a->seed, "Weight seed")->capture_default_str();
   b->add_option("--max-tokens", a->max_tokens, "Use only the first N tokens (0: all; the oracle is slow on small)")
       ->capture_default_str();
+  b->add_option("--terms", a->opt.max_terms, "Terms one enclosed value keeps (more: tighter bound, slower)")
+      ->capture_default_str()
+      ->check(CLI::Range(size_t{1}, size_t{1} << 20));
   b->add_flag("--json", a->json, "Print one JSON object instead of text");
   return {b, [a] { return run_bounds_cmd(*a); }};
 }

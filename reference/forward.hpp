@@ -25,7 +25,8 @@ struct RunState {
 };
 
 /// Runs `token` at position `pos` == cache.size(): appends its K/V to every layer of
-/// `cache` and writes its logits (vocab,) to `logits`. Preconditions (checked by the
+/// `cache` and writes its logits (vocab,) to `logits`; logits == nullptr skips the final
+/// RMSNorm and classifier (the cache is the same either way). Preconditions (checked by the
 /// caller, the Session): 0 <= token < vocab, pos < max_ctx.
 template <class T>
 void forward_token(const ModelT<T>& m, KVCacheT<T>& cache, Token token, T* logits, RunState<T>& s) {
@@ -61,6 +62,7 @@ void forward_token(const ModelT<T>& m, KVCacheT<T>& cache, Token token, T* logit
     matmul(s.xb.data(), s.hb.data(), w.w2.data(), c.ffn, d);
     add_inplace(s.x.data(), s.xb.data(), d);
   }
+  if (logits == nullptr) return;
   rmsnorm(s.xb.data(), s.x.data(), m.weights.final_norm.data(), d, c.rms_eps);
   matmul(logits, s.xb.data(), m.weights.wcls.data(), d, c.vocab);
 }

@@ -4,7 +4,11 @@
 #include <rapidcheck.h>
 
 #include <cmath>
+#include <string>
 #include <vector>
+
+#include "support.hpp"
+#include "verify/bounds/end_to_end.hpp"
 
 namespace akv::test {
 
@@ -37,6 +41,23 @@ inline float dot_pairwise_fma(const float* x, int sx, const float* y, int sy, in
   float lane[4] = {0, 0, 0, 0};
   for (int i = n - 1; i >= 0; --i) lane[i % 4] = std::fma(x[static_cast<size_t>(i) * sx], y[static_cast<size_t>(i) * sy], lane[i % 4]);
   return (lane[0] + lane[2]) + (lane[1] + lane[3]);
+}
+
+/// B11 for one backend by name: its next-token logits after the first `n` tokens of a bundled
+/// conversation, tiny model, against the exact (MPFR) logits and the enclosure's bound. Returns
+/// that backend's row of the report (max_fraction <= 1 and violations == 0 when sound); fails
+/// the test when the backend is not in the report.
+inline bounds::BackendBound enclosure_check(const std::string& backend, size_t n) {
+  const auto spans = spans_of("ad02_slack_ut16_claude35.json");
+  std::vector<Token> tokens;
+  for (const auto& s : spans) tokens.insert(tokens.end(), s.begin(), s.end());
+  tokens.resize(std::min(n, tokens.size()));
+  const bounds::BoundsReport r = bounds::run_bounds(tiny(), 1, tokens);
+  EXPECT_TRUE(std::isfinite(r.max_bound));
+  for (const bounds::BackendBound& b : r.backends)
+    if (b.name == backend) return b;
+  ADD_FAILURE() << "backend " << backend << " not run by run_bounds";
+  return {};
 }
 
 }  // namespace akv::test

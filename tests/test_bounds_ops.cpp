@@ -28,6 +28,21 @@ using akv::test::Family;
 namespace {
 // The MPFR oracle's own error is below 2^-200 of the bound it is compared with (B12).
 bool within(double err, double bound) { return err <= bound * (1 + 0x1p-200); }
+
+// A box around the float values x: centres moved off x by up to the radius, radii up to
+// 2^-6 |x| (+ a tiny floor so that zeros get a box too). x lies in every box made here.
+struct Box {
+  std::vector<double> c, r;
+};
+Box box_around(const std::vector<float>& x) {
+  Box b{std::vector<double>(x.size()), std::vector<double>(x.size())};
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double r = std::fabs(x[i]) * std::ldexp(1.0, *rc::gen::inRange(-24, -5)) + 1e-30;
+    b.r[i] = r;
+    b.c[i] = x[i] + r * *rc::gen::inRange(-1000, 1001) / 1000.0 * (1 - 0x1p-40);
+  }
+  return b;
+}
 std::vector<Real> to_real(const std::vector<float>& v) { return {v.begin(), v.end()}; }
 }  // namespace
 
@@ -68,6 +83,19 @@ RC_GTEST_PROP(B2_RMSNormBound, WithinBound, ()) {
   for (int j = 0; j < n; ++j) RC_ASSERT(within(oracle::abs_err_up(y[j], yr[j]), b[j]));
 }
 
+RC_GTEST_PROP(B2_RMSNormBound, BoxBoundHoldsAnywhereInTheBox, ()) {
+  const Family f = *test::gen_family();
+  const int n = *rc::gen::inRange(1, 300);
+  const auto x = test::gen_values(f, n), w = test::gen_values(Family::kPlain, n);
+  const Box bx = box_around(x);
+  std::vector<float> y(n);
+  ref::rmsnorm(y.data(), x.data(), w.data(), n, 1e-5f);
+  std::vector<Real> xr = to_real(x), wr = to_real(w), yr(n);
+  ref::rmsnorm(yr.data(), xr.data(), wr.data(), n, 1e-5f);
+  const auto b = rmsnorm_bounds_box(bx.c, bx.r, w, 1e-5f);
+  for (int j = 0; j < n; ++j) RC_ASSERT(within(oracle::abs_err_up(y[j], yr[j]), b[j]));
+}
+
 RC_GTEST_PROP(B3_RopeBound, WithinBound, ()) {
   static const RopeTable t = make_rope_table(32, 10000.0f, 4096);
   const Family f = *test::gen_family();
@@ -93,6 +121,17 @@ RC_GTEST_PROP(B4_ScoreBound, WithinBound, ()) {
   for (int i = 0; i < d; ++i) e += Real(q[i]) * Real(k[i]);
   e /= boost::multiprecision::sqrt(Real(d));
   RC_ASSERT(within(oracle::abs_err_up(s, e), score_bound(q, k)));
+}
+
+TEST(B4_ScoreBound, PreScaledSubnormalQueryWithinBound) {
+  // q pre-scaled by fl(1/fl(sqrt d)): fl(q_i scale) underflows and its error is multiplied by
+  // k_i. A review's counterexample to the earlier underflow term (2d + 1) eta.
+  const std::vector<float> q = {0x1p-149f, 0, 0, 0}, k = {0x1p100f, 0, 0, 0};
+  const float scale = 1.0f / std::sqrt(4.0f);
+  float s = 0;
+  for (int i = 0; i < 4; ++i) s = s + (q[i] * scale) * k[i];
+  const Real exact = Real(q[0]) * Real(k[0]) / 2;
+  EXPECT_TRUE(within(oracle::abs_err_up(s, exact), score_bound(q, k)));
 }
 
 RC_GTEST_PROP(B5_ShiftedExpBound, WithinBound, ()) {
@@ -158,6 +197,49 @@ RC_GTEST_PROP(B8_SwigluBound, WithinBound, ()) {
   std::vector<Real> gr = to_real(g), ur = to_real(u), yr(n);
   ref::swiglu(yr.data(), gr.data(), ur.data(), n);
   for (int j = 0; j < n; ++j) RC_ASSERT(within(oracle::abs_err_up(y[j], yr[j]), swiglu_bound(g[j], u[j])));
+}
+
+TEST(B8_SwigluBound, ReciprocalVariantWithSubnormalReciprocalWithinBound) {
+  // fl(fl(g fl(1/d^)) up) with g near -88.7: fl(1/d^) is subnormal, its eta error is carried
+  // by x g and x up. A review's counterexample to the earlier underflow term.
+  const float g = -0x1.62da4p+6f, up = 0x1.6df476p+0f;
+  const float d = 1.0f + akv::exp(-g);
+  const float y = (g * (1.0f / d)) * up;
+  const Real gr(g), exact = gr / (1 + boost::multiprecision::exp(-gr)) * Real(up);
+  EXPECT_TRUE(within(oracle::abs_err_up(y, exact), swiglu_bound(g, up)));
+  EXPECT_TRUE(within(oracle::abs_err_up(y, exact), swiglu_bound_box(g, 0, up, 0)));
+}
+
+RC_GTEST_PROP(B8_SwigluBound, BoxBoundHoldsAnywhereInTheBox, ()) {
+  const Family f = *test::gen_family();
+  const int n = 64;
+  auto g = test::gen_values(f, n);
+  const float gs = *rc::gen::element(1.0f, 20.0f, 100.0f);
+  for (auto& v : g) v *= gs;
+  const auto u = test::gen_values(Family::kPlain, n);
+  const Box bg = box_around(g), bu = box_around(u);
+  std::vector<float> y(n);
+  ref::swiglu(y.data(), g.data(), u.data(), n);
+  std::vector<Real> gr = to_real(g), ur = to_real(u), yr(n);
+  ref::swiglu(yr.data(), gr.data(), ur.data(), n);
+  for (int j = 0; j < n; ++j)
+    RC_ASSERT(within(oracle::abs_err_up(y[j], yr[j]), swiglu_bound_box(bg.c[j], bg.r[j], bu.c[j], bu.r[j])));
+}
+
+RC_GTEST_PROP(B14_AttentionBound, BoxBoundHoldsAnywhereInTheBox, ()) {
+  const Family f = *test::gen_family();
+  const int d = *rc::gen::element(8, 16), n = *rc::gen::inRange(1, 80);
+  auto q = test::gen_values(Family::kPlain, d);
+  for (auto& v : q) v *= *rc::gen::element(0.5f, 4.0f);
+  const auto k = test::gen_values(Family::kPlain, static_cast<size_t>(n) * d), v = test::gen_values(f, n * d);
+  const Box bq = box_around(q), bk = box_around(k), bv = box_around(v);
+  std::vector<float> out(d), att(n);
+  ref::attention_head(out.data(), q.data(), k.data(), v.data(), n, d, d, att.data());
+  std::vector<Real> qr = to_real(q), kr = to_real(k), vr = to_real(v), outr(d), attr(n);
+  ref::attention_head(outr.data(), qr.data(), kr.data(), vr.data(), n, d, d, attr.data());
+  const auto b = attention_bounds_box(bq.c.data(), bq.r.data(), bk.c.data(), bk.r.data(), bv.c.data(), bv.r.data(), n,
+                                      d, d, attn_rounding_reference(n));
+  for (int i = 0; i < d; ++i) RC_ASSERT(within(oracle::abs_err_up(out[i], outr[i]), b[i]));
 }
 
 RC_GTEST_PROP(B9_LogitsBound, WithinBound, ()) {

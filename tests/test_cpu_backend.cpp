@@ -8,6 +8,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "bounds_support.hpp"
 #include "cpu_support.hpp"
 #include "support.hpp"
 #include "verify/compare.hpp"
@@ -283,6 +284,16 @@ TEST_P(K12_EndToEnd, LogitsAgainstTheReferenceAreReported) {
   RecordProperty("max_abs_logits", std::to_string(d.max_abs));
   EXPECT_FALSE(d.bitwise_equal) << "a different order should show somewhere";
   EXPECT_EQ(d.max_abs, d.max_abs) << "NaN difference";
+}
+
+TEST(K12_WithinEnclosure, TinyConversationLogitsWithinB11OfExact) {
+  // End to end: the cpu backend's logits lie within the B11 enclosure of the exact logits.
+  const bounds::BackendBound b = enclosure_check("cpu", 20);
+  std::cout << "[ observed ] cpu, tiny, 20 tokens: max |cpu - exact| = " << b.max_error
+            << ", largest fraction of the B11 bound = " << b.max_fraction << "\n";
+  EXPECT_EQ(b.violations, 0u);
+  EXPECT_LE(b.max_fraction, 1.0);
+  EXPECT_GT(b.max_error, 0.0);
 }
 
 INSTANTIATE_TEST_SUITE_P(, K9_Chunking, ::testing::ValuesIn(backend_cases()), case_name);

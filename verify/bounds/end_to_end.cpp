@@ -8,7 +8,8 @@
 
 #include "reference/backend.hpp"
 #include "reference/error.hpp"
-#include "verify/bounds/enclosure.hpp"
+#include "verify/backends.hpp"
+#include "verify/bounds/affine_ops.hpp"
 #include "verify/oracle/oracle_forward.hpp"
 
 namespace akv::bounds {
@@ -25,9 +26,21 @@ void check_tokens(const Config& c, std::span<const Token> tokens) {
   for (Token t : tokens)
     if (t < 0 || t >= c.vocab) throw Error(ErrorCode::kInvalidToken, fmt::format("token {} outside [0, {})", t, c.vocab));
 }
+
+
+std::vector<float> next_logits(const std::string& name, const std::shared_ptr<const Model>& model,
+                               std::span<const Token> tokens) {
+  const size_t vocab = static_cast<size_t>(model->config.vocab);
+  auto backend = make_backend(name, model);
+  KVCache cache(model->config);
+  std::vector<float> all(tokens.size() * vocab);
+  backend->forward(cache, tokens, all);
+  return std::vector<float>(all.end() - static_cast<std::ptrdiff_t>(vocab), all.end());
+}
 }  // namespace
 
-BoundsReport run_bounds(const std::shared_ptr<const Model>& model, uint64_t seed, std::span<const Token> tokens) {
+BoundsReport run_bounds(const std::shared_ptr<const Model>& model, uint64_t seed, std::span<const Token> tokens,
+                        const BoundsOptions& opt) {
   const Config& c = model->config;
   check_tokens(c, tokens);
   BoundsReport r;
@@ -35,20 +48,26 @@ BoundsReport run_bounds(const std::shared_ptr<const Model>& model, uint64_t seed
   r.seed = seed;
   r.tokens = tokens.size();
   r.oracle_bits = oracle::oracle_bits();
+  r.max_terms = opt.max_terms;
   const size_t vocab = static_cast<size_t>(c.vocab);
 
-  // The float reference, through the product's own backend.
   auto t0 = std::chrono::steady_clock::now();
-  auto backend = make_reference_backend(model);
-  KVCache cache(c);
-  std::vector<float> all(tokens.size() * vocab);
-  backend->forward(cache, tokens, all);
-  const std::span<const float> ref(all.data() + (tokens.size() - 1) * vocab, vocab);
+  std::vector<std::string> names = {"reference"};
+  if (opt.all_backends) names = backend_names();
+  std::vector<std::vector<float>> outs;
+  for (const std::string& n : names) outs.push_back(next_logits(n, model, tokens));
+  const std::vector<float>& ref = outs.front();
   r.ms_float = ms_since(t0);
 
   t0 = std::chrono::steady_clock::now();
-  const ModelT<Enc> em = convert_model<Enc>(*model);
-  const std::vector<Enc> enc = oracle::last_logits(em, tokens);
+  AffineContext ctx(opt.max_terms);
+  std::vector<Aff> enc;
+  {
+    AffineScope scope(ctx);
+    const ModelT<Aff> em = convert_model<Aff>(*model);
+    enc = oracle::last_logits(em, tokens);
+  }
+  r.symbols = ctx.symbols();
   r.ms_enclosure = ms_since(t0);
 
   t0 = std::chrono::steady_clock::now();
@@ -58,19 +77,28 @@ BoundsReport run_bounds(const std::shared_ptr<const Model>& model, uint64_t seed
   std::vector<float> enc_values(vocab);
   std::vector<double> ratios;
   r.logits.resize(vocab);
+  r.backends.resize(names.size());
+  for (size_t b = 0; b < names.size(); ++b) r.backends[b].name = names[b];
   for (size_t i = 0; i < vocab; ++i) {
     LogitBound& l = r.logits[i];
     l.value = ref[i];
     l.exact = oracle::to_double(exact[i]);
-    l.error = oracle::abs_err_up(ref[i], exact[i]);
-    l.bound = enc[i].e;
+    l.bound = ctx.distance_bound(enc[i]);
     enc_values[i] = enc[i].v;
-    if (l.error > l.bound * (1 + 0x1p-200)) ++r.violations;
+    for (size_t b = 0; b < names.size(); ++b) {
+      BackendBound& bb = r.backends[b];
+      const double err = oracle::abs_err_up(outs[b][i], exact[i]);
+      if (b == 0) l.error = err;
+      if (err > l.bound * (1 + 0x1p-200)) ++bb.violations;
+      bb.max_error = std::max(bb.max_error, err);
+      bb.max_fraction = std::max(bb.max_fraction, l.bound > 0 ? err / l.bound : (err > 0 ? 1e300 : 0.0));
+    }
     if (l.error == 0) ++r.exact_logits;
     else ratios.push_back(l.bound / l.error);
     r.max_error = std::max(r.max_error, l.error);
     r.max_bound = std::max(r.max_bound, l.bound);
   }
+  for (const BackendBound& bb : r.backends) r.violations += bb.violations;
   r.enclosure_bitwise = std::memcmp(enc_values.data(), ref.data(), vocab * sizeof(float)) == 0;
   if (!ratios.empty()) {
     std::sort(ratios.begin(), ratios.end());
@@ -87,7 +115,12 @@ nlohmann::json to_json(const BoundsReport& r) {
                       {"exact_logits", r.exact_logits}, {"max_error", r.max_error}, {"max_bound", r.max_bound},
                       {"min_ratio", r.min_ratio}, {"median_ratio", r.median_ratio}, {"max_ratio", r.max_ratio},
                       {"ms_float", r.ms_float}, {"ms_enclosure", r.ms_enclosure}, {"ms_oracle", r.ms_oracle},
-                      {"sound", r.sound()}};
+                      {"max_terms", r.max_terms}, {"symbols", r.symbols}, {"sound", r.sound()}};
+  nlohmann::json bs = nlohmann::json::array();
+  for (const BackendBound& b : r.backends)
+    bs.push_back({{"name", b.name}, {"max_error", b.max_error}, {"max_fraction_of_bound", b.max_fraction},
+                  {"violations", b.violations}});
+  j["backends"] = std::move(bs);
   nlohmann::json ls = nlohmann::json::array();
   for (size_t i = 0; i < r.logits.size(); ++i) {
     const LogitBound& l = r.logits[i];
@@ -114,6 +147,10 @@ std::string to_text(const BoundsReport& r) {
       r.sound() ? "SOUND" : "VIOLATED", r.model, r.seed, r.tokens, r.logits.size(), r.violations,
       r.enclosure_bitwise ? "yes" : "NO", r.max_error, r.max_bound, r.min_ratio, r.median_ratio, r.max_ratio,
       r.exact_logits, r.oracle_bits, r.ms_float, r.ms_enclosure, r.ms_oracle);
+  for (const BackendBound& b : r.backends)
+    s += fmt::format("  backend {:<10} max error {:.3g}, max error/bound {:.3g}, {} violations\n", b.name, b.max_error,
+                     b.max_fraction, b.violations);
+  s += fmt::format("  enclosure: {} symbols, at most {} terms per value\n", r.symbols, r.max_terms);
   return s;
 }
 

@@ -20,15 +20,97 @@ double abs_prod(float a, float b) { return std::fabs(static_cast<double>(a) * st
 // Underflow term of n rounded products (or FMAs), each carried through <= n roundings.
 double underflow(int n) { return mul_up(add_up(1.0, gamma(n)), mul_up(n, kEta)); }
 
-// gamma_n S + underflow(n): the B1 formula given S = sum |x_i y_i| (an upper bound).
-double dot_formula(double sum_abs, int n) { return add_up(mul_up(gamma(n), sum_abs), underflow(n)); }
+double dot_formula(double sum_abs, int n) { return dot_bound_from_abs(sum_abs, n); }
+
+// gamma_n of double arithmetic (unit roundoff 2^-53), rounded up.
+double gamma53(int n) {
+  const double nu = n * 0x1p-53;
+  return div_up(nu, down(1.0 - nu));
+}
+
+// B8's underflow events: the quotient g / d (or the product g up before it) times up, the final
+// product, and a subnormal reciprocal fl(1 / d) times g and up:
+// eta ((1 + u)(|up| + 1) + 1 + (1 + u)^2 |g up|), given gu >= |g up|, au >= |up|.
+double swiglu_underflow(double gu, double au) {
+  const double base = add_up(mul_up(1.0 + kU, add_up(au, 1.0)), 1.0);
+  return mul_up(kEta, add_up(base, mul_up(mul_up(1.0 + kU, 1.0 + kU), gu)));
+}
 
 // (1+a)/(1-b) - 1, rounded up, a, b >= 0, b < 1.
 double ratio_minus_one(double a, double b) {
   if (b >= 1) return kInf;
   return sub_up(div_up(add_up(1.0, a), sub_dn(1.0, b)), 1.0);
 }
+// B14 given, per key, the double c_p and tau_p >= |s_p - c_p| for the exact score s_p of any
+// admissible input, sigma >= every B4 score bound, and vabs(p, i) >= |v_{p,i}|.
+template <class VAbs>
+std::vector<double> attention_core(const std::vector<double>& c, const std::vector<double>& tau, double sigma, int d,
+                                   AttnRounding how, VAbs vabs) {
+  const int n = static_cast<int>(c.size());
+  std::vector<double> out(d, kInf);
+  double hi = -kInf, cmax = -kInf;
+  for (int p = 0; p < n; ++p) {
+    hi = std::max(hi, up(c[p] + tau[p]));
+    cmax = std::max(cmax, c[p]);
+  }
+  if (!std::isfinite(sigma) || !std::isfinite(hi)) return out;
+  const double two_sigma = mul_up(2.0, sigma);
+  // U_p >= P_p = softmax(s)_p; W_p = e^{2 sigma} U_p >= P^_p = softmax(s^)_p, the exact
+  // softmax of the kernel's float scores.
+  double den = 0;
+  for (int p = 0; p < n; ++p) den = add_dn(den, exp_dn(down(down(c[p] - tau[p]) - cmax)));
+  const double e2s = exp_up(two_sigma);
+  // Per key: rho_p >= (1 + Phi_p)(1 + gamma_k) - 1, Phi_p the relative error of the key's
+  // weight after r + 1 exps of rounded differences whose exact values telescope to
+  // s^_p - max s^ (B5 per stage: sum |t| = max s^ - s^_p <= L_p).
+  const double gk = gamma(how.k);
+  double exp_growth = 1.0, abs_growth = 1.0;  // (1 + kExpRel)^{r+1}, (1 + kExpRel + kExpAbs)^r
+  for (int j = 0; j <= how.r; ++j) exp_growth = mul_up(exp_growth, 1.0 + kExpRel);
+  for (int j = 0; j < how.r; ++j) abs_growth = mul_up(abs_growth, add_up(1.0 + kExpRel, kExpAbs));
+  // Xi: the absolute part of a weight (each exp's kExpAbs, carried by the later stages).
+  const double xi = mul_up(mul_up(how.r + 1, kExpAbs), abs_growth);
+  const double g = mul_up(add_up(1.0, gk), abs_growth);  // growth of one absolute event
+  const double xi_g = mul_up(xi, add_up(1.0, gk));
+  std::vector<double> W(n), rho(n);
+  double rd = mul_up(xi_g, n);
+  for (int p = 0; p < n; ++p) {
+    const double num = exp_up(up(up(c[p] + tau[p]) - cmax));
+    W[p] = mul_up(e2s, std::min(1.0, div_up(num, den)));
+    const double L = add_up(up(hi - down(c[p] - tau[p])), two_sigma);
+    const double one_phi = mul_up(exp_growth, exp_up(mul_up(kU, L)));
+    rho[p] = sub_up(mul_up(one_phi, add_up(1.0, gk)), 1.0);
+    rd = add_up(rd, mul_up(W[p], rho[p]));
+  }
+  const double a_eta_g = mul_up(mul_up(how.a, kEta), g);
+  const double denom = sub_dn(sub_dn(1.0, rd), a_eta_g);
+  if (!(denom > 0)) return out;
+  const double score_part = expm1_up(two_sigma);
+  for (int i = 0; i < d; ++i) {
+    double vmax = 0, vsum = 0, y = 0, rn = 0;
+    for (int p = 0; p < n; ++p) {
+      const double av = vabs(p, i);
+      vmax = std::max(vmax, av);
+      vsum = add_up(vsum, av);
+      const double wv = mul_up(W[p], av);
+      y = add_up(y, wv);
+      rn = add_up(rn, mul_up(wv, rho[p]));
+    }
+    rn = add_up(rn, mul_up(xi_g, vsum));
+    // (R_N + Y R_D + a eta G (1 + V + Y)) / (1 - R_D - a eta G): the weights' and the sums'
+    // rounding through the quotient N^ / D^.
+    const double absorb = mul_up(a_eta_g, add_up(add_up(1.0, vmax), y));
+    const double e = div_up(add_up(add_up(rn, mul_up(y, rd)), absorb), denom);
+    // + the final division (u |N^/D^| + eta) + the scores' error (e^{2 sigma} - 1) Y.
+    const double fin = add_up(mul_up(kU, add_up(y, e)), kEta);
+    out[i] = add_up(add_up(e, fin), mul_up(score_part, y));
+  }
+  return out;
+}
+
+
 }  // namespace
+
+double dot_bound_from_abs(double sum_abs, int n) { return add_up(mul_up(gamma(n), sum_abs), underflow(n)); }
 
 double dot_bound(const float* x, int sx, const float* y, int sy, int n) {
   double s = 0;
@@ -37,12 +119,21 @@ double dot_bound(const float* x, int sx, const float* y, int sy, int n) {
 }
 
 std::vector<double> rmsnorm_bounds(std::span<const float> x, std::span<const float> w, float eps) {
-  const int n = static_cast<int>(x.size());
-  // m = sum x^2 / n + eps >= m_lo.
+  const std::vector<double> xc(x.begin(), x.end()), xr(x.size(), 0.0);
+  return rmsnorm_bounds_box(xc, xr, w, eps);
+}
+
+std::vector<double> rmsnorm_bounds_box(std::span<const double> xc, std::span<const double> xr,
+                                       std::span<const float> w, float eps) {
+  const int n = static_cast<int>(xc.size());
+  // m = sum x^2 / n + eps >= m_lo, x_j anywhere in its box: |x_j| >= max(0, |xc_j| - xr_j).
   double ss_lo = 0;
-  for (float v : x) ss_lo = add_dn(ss_lo, abs_prod(v, v));
+  for (int j = 0; j < n; ++j) {
+    const double lo = sub_dn(std::fabs(xc[j]), xr[j]);
+    if (lo > 0) ss_lo = add_dn(ss_lo, mul_dn(lo, lo));
+  }
   const double m_lo = add_dn(div_dn(ss_lo, n), eps);
-  std::vector<double> out(x.size(), kInf);
+  std::vector<double> out(xc.size(), kInf);
   if (!(m_lo > 0)) return out;
   // Relative error of the rounded m: gamma_{n+2} + 2^-148 / m (underflow of the sum and of ÷n).
   const double eps_m = add_up(gamma(n + 2), div_up(0x1p-148, m_lo));
@@ -53,8 +144,9 @@ std::vector<double> rmsnorm_bounds(std::span<const float> x, std::span<const flo
   const double rel = sub_up(mul_up(add_up(1.0, eps_r), mul_up(1.0 + kU, 1.0 + kU)), 1.0);
   const double r_hi = div_up(1.0, sqrt_dn(m_lo));
   for (int j = 0; j < n; ++j) {
-    const double mag = mul_up(abs_prod(x[j], w[j]), r_hi);
-    const double uf = mul_up(kEta, add_up(mul_up(1.0 + kU, std::max(std::fabs(x[j]), std::fabs(w[j]))), 1.0));
+    const double ax = add_up(std::fabs(xc[j]), xr[j]), aw = std::fabs(static_cast<double>(w[j]));
+    const double mag = mul_up(mul_up(ax, aw), r_hi);
+    const double uf = mul_up(kEta, add_up(mul_up(1.0 + kU, std::max(ax, aw)), 1.0));
     out[j] = add_up(mul_up(rel, mag), uf);
   }
   return out;
@@ -74,11 +166,21 @@ std::vector<double> rope_bounds(std::span<const float> x, const float* cos, cons
 
 double score_bound(std::span<const float> q, std::span<const float> k) {
   const int d = static_cast<int>(q.size());
-  double s = 0;
-  for (int i = 0; i < d; ++i) s = add_up(s, abs_prod(q[i], k[i]));
+  double s = 0, k_abs = 0;
+  for (int i = 0; i < d; ++i) {
+    s = add_up(s, abs_prod(q[i], k[i]));
+    k_abs = add_up(k_abs, std::fabs(static_cast<double>(k[i])));
+  }
+  return score_bound_from_abs(s, k_abs, d);
+}
+
+double score_bound_from_abs(double sum_abs, double k_abs, int d) {
   // gamma_{d+3} |q||k| / sqrt(d): the dot's d roundings, and <= 3 on the scale's path.
-  const double rel = mul_up(gamma(d + 3), div_up(s, sqrt_dn(d)));
-  const double uf = mul_up(add_up(1.0, gamma(d + 3)), mul_up(2 * d + 1, kEta));
+  const double rel = mul_up(gamma(d + 3), div_up(sum_abs, sqrt_dn(d)));
+  // Underflow: d products and the final product (eta each), and for q pre-scaled the
+  // pre-scalings' eta each multiplied by its k_i.
+  const double events = add_up(2 * d + 1, mul_up(1.0 + kU, k_abs));
+  const double uf = mul_up(add_up(1.0, gamma(d + 3)), mul_up(events, kEta));
   return add_up(rel, uf);
 }
 
@@ -146,8 +248,28 @@ double swiglu_bound(float g, float up_v) {
   const double eps_d = add_up(add_up(mul_up(kExpRel, 1.0 + kU), kU), mul_up(kExpAbs, 1.0 + kU));
   const double rel = ratio_minus_one(rel_k(3), eps_d);
   const double mag = div_up(gu, add_dn(1.0, exp_dn(-static_cast<double>(g))));
-  const double uf = mul_up(kEta, add_up(mul_up(1.0 + kU, add_up(std::fabs(up_v), 1.0)), 1.0));
-  return add_up(mul_up(rel, mag), uf);
+  return add_up(mul_up(rel, mag), swiglu_underflow(gu, std::fabs(up_v)));
+}
+
+double swiglu_bound_box(double gc, double gr, double uc, double ur) {
+  const double g_lo = sub_dn(gc, gr), g_hi = add_up(gc, gr);
+  const double au = add_up(std::fabs(uc), ur);
+  // sup |silu(g)| = sup |g| / (1 + e^-g) over [g_lo, g_hi]: silu increases on g >= -1.2785 and
+  // |silu| increases towards g = -1.2785 from below, where |silu| peaks at 0.27846 < 0.2785.
+  // The minimum of silu is -0.278465 at g* = -1.2784645 (in (-1.2785, -1.2784)).
+  auto silu_abs_up = [](double g) { return div_up(std::fabs(g), add_dn(1.0, exp_dn(-g))); };
+  double s = std::max(silu_abs_up(g_lo), silu_abs_up(g_hi));
+  if (g_lo <= -1.2784 && g_hi >= -1.2785) s = std::max(s, 0.2785);
+  const double eps_d = add_up(add_up(mul_up(kExpRel, 1.0 + kU), kU), mul_up(kExpAbs, 1.0 + kU));
+  const double rel = ratio_minus_one(rel_k(3), eps_d);
+  const double ag = std::max(std::fabs(g_lo), std::fabs(g_hi));
+  double b = add_up(mul_up(rel, mul_up(s, au)), swiglu_underflow(mul_up(ag, au), au));
+  if (g_lo < -88.72283935546875) {
+    // akv::exp(-g) may overflow: the float result is +-0, the exact one below |g up| e^g, and
+    // |g| e^g increases on g < -1, so it is below |g_lo| e^min(g_hi, -88) there.
+    b = std::max(b, mul_up(au, mul_up(std::fabs(g_lo), exp_up(std::min(g_hi, -88.0)))));
+  }
+  return b;
 }
 
 std::vector<double> logits_bounds(std::span<const float> x, std::span<const float> wn, float eps,
@@ -185,84 +307,47 @@ AttnRounding attn_rounding_split(int n, int split) {
 
 std::vector<double> attention_bounds(const float* q, const float* k, const float* v, int n, int stride, int d,
                                      AttnRounding how) {
-  std::vector<double> out(d, kInf);
-  if (n < 1 || how.k < 0 || how.r < 0 || how.a < 0) return out;
-  // Exact scores s_p = q.k_p / sqrt(d) within tau_p of the double c_p: the products of floats
-  // are exact in double, the d - 1 sums, the sqrt and the division round in double.
-  const double gd = [&] {
-    const double nu = (d + 2) * 0x1p-53;
-    return div_up(nu, down(1.0 - nu));
-  }();
+  // The box variant with zero radii: floats as centres (exact in double).
+  const size_t nd = static_cast<size_t>(std::max(n, 0)) * d;
+  std::vector<double> qc(q, q + d), kc(nd), vc(nd), zero(std::max(nd, static_cast<size_t>(d)), 0.0);
+  for (int p = 0; p < n; ++p)
+    for (int i = 0; i < d; ++i) {
+      kc[static_cast<size_t>(p) * d + i] = k[static_cast<size_t>(p) * stride + i];
+      vc[static_cast<size_t>(p) * d + i] = v[static_cast<size_t>(p) * stride + i];
+    }
+  return attention_bounds_box(qc.data(), zero.data(), kc.data(), zero.data(), vc.data(), zero.data(), n, d, d, how);
+}
+
+std::vector<double> attention_bounds_box(const double* qc, const double* qr, const double* kc, const double* kr,
+                                         const double* vc, const double* vr, int n, int stride, int d,
+                                         AttnRounding how) {
+  if (n < 1 || how.k < 0 || how.r < 0 || how.a < 0) return std::vector<double>(d, kInf);
+  // c_p = qc.kc_p / sqrt(d) in double (d products, d - 1 sums, sqrt, division: d + 3 roundings
+  // of 2^-53); the exact score of any q, k_p in the box is within tau_p of it.
+  const double gd = gamma53(d + 3);
   const double sq_lo = sqrt_dn(d), sq = std::sqrt(static_cast<double>(d));
   std::vector<double> c(n), tau(n);
-  double sigma = 0, hi = -kInf, cmax = -kInf;
+  double sigma = 0;
   for (int p = 0; p < n; ++p) {
-    const float* kp = k + static_cast<size_t>(p) * stride;
-    double dot = 0, sabs = 0;
+    const size_t o = static_cast<size_t>(p) * stride;
+    double dot = 0, sabs = 0, spread = 0, mag = 0, k_abs = 0;
     for (int i = 0; i < d; ++i) {
-      const double pr = static_cast<double>(q[i]) * static_cast<double>(kp[i]);
-      dot += pr;
-      sabs = add_up(sabs, std::fabs(pr));
+      const double aq = std::fabs(qc[i]), ak = std::fabs(kc[o + i]);
+      k_abs = add_up(k_abs, add_up(ak, kr[o + i]));
+      dot += qc[i] * kc[o + i];
+      sabs = add_up(sabs, mul_up(aq, ak));
+      // |q k - qc kc| <= |qc| kr + |kc| qr + qr kr
+      spread = add_up(spread, add_up(add_up(mul_up(aq, kr[o + i]), mul_up(ak, qr[i])), mul_up(qr[i], kr[o + i])));
+      mag = add_up(mag, mul_up(add_up(aq, qr[i]), add_up(ak, kr[o + i])));
     }
     c[p] = dot / sq;
-    tau[p] = mul_up(gd, div_up(sabs, sq_lo));
-    // The kernel's float score is within sigma_p of s_p (B4); sigma = max sigma_p.
-    sigma = std::max(sigma, score_bound({q, static_cast<size_t>(d)}, {kp, static_cast<size_t>(d)}));
-    hi = std::max(hi, up(c[p] + tau[p]));
-    cmax = std::max(cmax, c[p]);
+    tau[p] = add_up(mul_up(gd, div_up(sabs, sq_lo)), div_up(spread, sq_lo));
+    sigma = std::max(sigma, score_bound_from_abs(mag, k_abs, d));
   }
-  if (!std::isfinite(sigma) || !std::isfinite(hi)) return out;
-  const double two_sigma = mul_up(2.0, sigma);
-  // U_p >= P_p = softmax(s)_p; W_p = e^{2 sigma} U_p >= P^_p = softmax(s^)_p, the exact
-  // softmax of the kernel's float scores.
-  double den = 0;
-  for (int p = 0; p < n; ++p) den = add_dn(den, exp_dn(down(down(c[p] - tau[p]) - cmax)));
-  const double e2s = exp_up(two_sigma);
-  // Per key: rho_p >= (1 + Phi_p)(1 + gamma_k) - 1, Phi_p the relative error of the key's
-  // weight after r + 1 exps of rounded differences whose exact values telescope to
-  // s^_p - max s^ (B5 per stage: sum |t| = max s^ - s^_p <= L_p).
-  const double gk = gamma(how.k);
-  double exp_growth = 1.0, abs_growth = 1.0;  // (1 + kExpRel)^{r+1}, (1 + kExpRel + kExpAbs)^r
-  for (int j = 0; j <= how.r; ++j) exp_growth = mul_up(exp_growth, 1.0 + kExpRel);
-  for (int j = 0; j < how.r; ++j) abs_growth = mul_up(abs_growth, add_up(1.0 + kExpRel, kExpAbs));
-  // Xi: the absolute part of a weight (each exp's kExpAbs, carried by the later stages).
-  const double xi = mul_up(mul_up(how.r + 1, kExpAbs), abs_growth);
-  const double g = mul_up(add_up(1.0, gk), abs_growth);  // growth of one absolute event
-  const double xi_g = mul_up(xi, add_up(1.0, gk));
-  std::vector<double> W(n), rho(n);
-  double rd = mul_up(xi_g, n);
-  for (int p = 0; p < n; ++p) {
-    const double num = exp_up(up(up(c[p] + tau[p]) - cmax));
-    W[p] = mul_up(e2s, std::min(1.0, div_up(num, den)));
-    const double L = add_up(up(hi - down(c[p] - tau[p])), two_sigma);
-    const double one_phi = mul_up(exp_growth, exp_up(mul_up(kU, L)));
-    rho[p] = sub_up(mul_up(one_phi, add_up(1.0, gk)), 1.0);
-    rd = add_up(rd, mul_up(W[p], rho[p]));
-  }
-  const double a_eta_g = mul_up(mul_up(how.a, kEta), g);
-  const double denom = sub_dn(sub_dn(1.0, rd), a_eta_g);
-  if (!(denom > 0)) return out;
-  const double score_part = expm1_up(two_sigma);
-  for (int i = 0; i < d; ++i) {
-    double vmax = 0, vsum = 0, y = 0, rn = 0;
-    for (int p = 0; p < n; ++p) {
-      const double av = std::fabs(static_cast<double>(v[static_cast<size_t>(p) * stride + i]));
-      vmax = std::max(vmax, av);
-      vsum = add_up(vsum, av);
-      const double wv = mul_up(W[p], av);
-      y = add_up(y, wv);
-      rn = add_up(rn, mul_up(wv, rho[p]));
-    }
-    rn = add_up(rn, mul_up(xi_g, vsum));
-    // (R_N + Y R_D + a eta G (1 + V + Y)) / (1 - R_D - a eta G): the weights' and the sums'
-    // rounding through the quotient N^ / D^.
-    const double absorb = mul_up(a_eta_g, add_up(add_up(1.0, vmax), y));
-    const double e = div_up(add_up(add_up(rn, mul_up(y, rd)), absorb), denom);
-    // + the final division (u |N^/D^| + eta) + the scores' error (e^{2 sigma} - 1) Y.
-    const double fin = add_up(mul_up(kU, add_up(y, e)), kEta);
-    out[i] = add_up(add_up(e, fin), mul_up(score_part, y));
-  }
-  return out;
+  return attention_core(c, tau, sigma, d, how, [&](int p, int i) {
+    const size_t o = static_cast<size_t>(p) * stride + i;
+    return add_up(std::fabs(vc[o]), vr[o]);
+  });
 }
 
 }  // namespace akv::bounds

@@ -10,6 +10,10 @@
 
 namespace akv::bounds {
 
+/// B1 given sum_abs >= sum|x_i y_i|: gamma_n sum_abs + (1 + gamma_n) n 2^-150. Valid for any
+/// inputs whose sum of |products| is at most sum_abs (a box of inputs: its upper magnitudes).
+double dot_bound_from_abs(double sum_abs, int n);
+
 /// B1. Dot product x (n,) . y (n,), x[i*sx], y[i*sy]: gamma_n sum|x_i y_i| +
 /// (1 + gamma_n) n 2^-150. A matmul row is one dot product (Higham §3.1, eq. 3.5).
 double dot_bound(const float* x, int sx, const float* y, int sy, int n);
@@ -20,12 +24,20 @@ inline double dot_bound(std::span<const float> x, std::span<const float> y) {
 /// B2. RMSNorm y_j = x_j w_j / sqrt(sum x^2 / n + eps): bound of each y_j, x, w (n,).
 std::vector<double> rmsnorm_bounds(std::span<const float> x, std::span<const float> w, float eps);
 
+/// B2 maximised over a box: every x_j in [xc_j - xr_j, xc_j + xr_j] (xr >= 0), w fixed.
+/// The bound of each y_j holds for every x in the box (B11 uses it on enclosed inputs).
+std::vector<double> rmsnorm_bounds_box(std::span<const double> xc, std::span<const double> xr,
+                                       std::span<const float> w, float eps);
+
 /// B3. RoPE of one head x (head_dim,) with table rows cos, sin (head_dim/2,): bound of each
 /// output element.
 std::vector<double> rope_bounds(std::span<const float> x, const float* cos, const float* sin);
 
 /// B4. Score q (d,) . k (d,) / sqrt(d).
 double score_bound(std::span<const float> q, std::span<const float> k);
+
+/// B4 given sum_abs >= sum|q_i k_i| and k_abs >= sum|k_i|, d = head_dim.
+double score_bound_from_abs(double sum_abs, double k_abs, int d);
 
 /// B5. Max-subtracted exp of scores s (n,): bound of each akv::exp(s_j - max s).
 std::vector<double> shifted_exp_bounds(std::span<const float> s);
@@ -44,6 +56,9 @@ inline double weighted_sum_bound(const float* a, const float* v_col, int n_pos, 
 
 /// B8. SwiGLU element silu(g) * up = g up / (1 + e^-g), with akv::exp.
 double swiglu_bound(float g, float up);
+
+/// B8 maximised over a box: g in [gc - gr, gc + gr], up in [uc - ur, uc + ur].
+double swiglu_bound_box(double gc, double gr, double uc, double ur);
 
 /// B9. Logits: final RMSNorm of the residual x (n,) with weight wn (n,), then W (vocab, n)
 /// row-major. Bound of each logit against the exact composite, for any conforming order.
@@ -77,5 +92,12 @@ AttnRounding attn_rounding_split(int n_keys, int split);
 /// against the exact sum_p softmax(q.K / sqrt(d))_p v_p. +inf when an assumption fails.
 std::vector<double> attention_bounds(const float* q, const float* k, const float* v, int n_keys, int stride,
                                      int head_dim, AttnRounding how);
+
+/// B14 maximised over a box: q_i in qc_i +- qr_i (head_dim,), k and v rows p (n_keys) at
+/// p * stride in kc +- kr, vc +- vr. Each output element's bound holds for every q, K, V in
+/// the box and every kernel rounding as `how` says (B11 uses it on enclosed inputs).
+std::vector<double> attention_bounds_box(const double* qc, const double* qr, const double* kc, const double* kr,
+                                         const double* vc, const double* vr, int n_keys, int stride, int head_dim,
+                                         AttnRounding how);
 
 }  // namespace akv::bounds

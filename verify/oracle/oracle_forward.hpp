@@ -17,7 +17,9 @@ std::vector<T> last_logits(const ModelT<T>& m, std::span<const Token> tokens) {
   KVCacheT<T> cache(m.config);
   ref::RunState<T> s(m.config);
   std::vector<T> logits(m.config.vocab);
-  for (Token t : tokens) ref::forward_token(m, cache, t, logits.data(), s);
+  // Only the last token's logits are wanted: the others skip the classifier.
+  for (size_t i = 0; i < tokens.size(); ++i)
+    ref::forward_token(m, cache, tokens[i], i + 1 == tokens.size() ? logits.data() : nullptr, s);
   return logits;
 }
 
