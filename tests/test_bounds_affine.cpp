@@ -51,17 +51,25 @@ struct Harness {
   // An input near `centre` with terms of total size ~`radius` on shared symbols, whose value at
   // eps is a float (the private symbol's value is solved for).
   Aff input(double centre, double radius) {
-    Aff x;
-    x.c = centre;
+    std::vector<Term> terms;
     const int m = shared.empty() ? 0 : *rc::gen::inRange(0, 4);
     for (int i = 0; i < m; ++i) {
       const uint32_t id = shared[*rc::gen::inRange<size_t>(0, shared.size())];
       bool dup = false;
-      for (const Term& t : x.t) dup = dup || t.id == id;
-      if (!dup) x.t.push_back({id, radius * static_cast<double>(draw_unit()) / 2});
+      for (const Term& t : terms) dup = dup || t.id == id;
+      if (!dup) terms.push_back({id, radius * static_cast<double>(draw_unit()) / 2});
     }
+    return input_terms(centre, radius, std::move(terms));
+  }
+
+  // An input with the given terms on shared symbols, made a float by a private symbol.
+  Aff input_terms(double centre, double radius, std::vector<Term> terms) {
+    Aff x;
+    x.c = centre;
+    x.t = std::move(terms);
     // Private symbol: coefficient >= 2 ulp of the value, so the float rounding moves it <= 1/2.
-    const double mag = std::fabs(centre) + 2 * radius + 1e-30;
+    double mag = std::fabs(centre) + 2 * radius + 1e-30;
+    for (const Term& t : x.t) mag += std::fabs(t.a);
     const double priv = std::max({radius / 4, std::ldexp(1.0, std::ilogb(mag) - 21), 0x1p-147});
     const Real e0 = draw_unit() / 2;
     const uint32_t id = symbol(Sym::kRounding, e0);
@@ -239,6 +247,66 @@ RC_GTEST_PROP(B11_AffineRules, AttentionSoftmaxRemainderIsSound, ()) {
     const double ck = gen_centre(-1, 0);
     k[i] = h.input(ck, std::fabs(ck) * std::ldexp(1.0, *rc::gen::inRange(-6, -1)) + 1e-9);
     v[i] = Aff(static_cast<float>(gen_centre(-1, 1)));
+  }
+  const size_t first = h.ctx.symbols();
+  bounds::attention_head(out.data(), q.data(), k.data(), v.data(), n, d, d, att.data());
+  const std::vector<Real> qr = reals(floats(q)), kr = reals(floats(k)), vr = reals(floats(v));
+  std::vector<Real> exact(d), attr(n);
+  ref::attention_head(exact.data(), qr.data(), kr.data(), vr.data(), n, d, d, attr.data());
+  for (int i = 0; i < d; ++i) RC_ASSERT(h.contains(out[i], exact[i], first));
+}
+
+// Second-order terms that only a product remainder can cover: inputs centred at 0, so the
+// linear part of the product vanishes and the whole value is the remainder.
+RC_GTEST_PROP(B11_AffineRules, ProductRemaindersAreCharged, ()) {
+  Harness h(0);
+  const Real e0 = draw_unit();
+  const uint32_t s0 = h.symbol(Sym::kRounding, e0);
+  const int d = 2 * *rc::gen::inRange(1, 5), n = *rc::gen::inRange(2, 8);
+  // Attention: q = a e0, k_p = b_p e0, so s_p = a b_p d e0^2 / sqrt(d), all remainder.
+  std::vector<Aff> q(d), k(static_cast<size_t>(n) * d), v(k.size()), out(d), att(n);
+  const double a = *rc::gen::inRange(1, 5);
+  for (auto& x : q) x = h.input_terms(0, 0, {{s0, a}});
+  for (int p = 0; p < n; ++p)
+    for (int i = 0; i < d; ++i) {
+      k[static_cast<size_t>(p) * d + i] = h.input_terms(0, 0, {{s0, 0.5 * p}});
+      v[static_cast<size_t>(p) * d + i] = Aff(static_cast<float>(p + i));
+    }
+  size_t first = h.ctx.symbols();
+  bounds::attention_head(out.data(), q.data(), k.data(), v.data(), n, d, d, att.data());
+  const std::vector<Real> qr = reals(floats(q)), kr = reals(floats(k)), vr = reals(floats(v));
+  std::vector<Real> exact(d), attr(n);
+  ref::attention_head(exact.data(), qr.data(), kr.data(), vr.data(), n, d, d, attr.data());
+  for (int i = 0; i < d; ++i) RC_ASSERT(h.contains(out[i], exact[i], first));
+  // RMSNorm: x = c e0, so sum x^2 = n c^2 e0^2, all remainder.
+  std::vector<Aff> x(d), w(d), y(d);
+  for (int j = 0; j < d; ++j) {
+    x[j] = h.input_terms(0, 0, {{s0, 0.25 * (j + 1)}});
+    w[j] = Aff(1.0f);
+  }
+  first = h.ctx.symbols();
+  bounds::rmsnorm(y.data(), x.data(), w.data(), d, 1e-5f);
+  const std::vector<Real> xr = reals(floats(x)), wr = reals(floats(w));
+  std::vector<Real> yr(d);
+  ref::rmsnorm(yr.data(), xr.data(), wr.data(), d, 1e-5f);
+  for (int j = 0; j < d; ++j) RC_ASSERT(h.contains(y[j], yr[j], first));
+}
+
+RC_GTEST_PROP(B11_AffineRules, AttentionCrossTermIsCharged, ()) {
+  // Key p and value p move with the same symbol e_p and the values' centres are equal, so the
+  // output moves by sum_p (P_p(s) - P_p(s^)) dv_p = a b Var_P(e) > 0: only the cross remainder
+  // (e^{2R} - 1) P_p r_v covers it.
+  Harness h(0);
+  const int d = 2 * *rc::gen::inRange(1, 5), n = *rc::gen::inRange(2, 8);
+  std::vector<Aff> q(d), k(static_cast<size_t>(n) * d), v(k.size()), out(d), att(n);
+  for (auto& x : q) x = Aff(1.0f);
+  const double a = std::ldexp(1.0, *rc::gen::inRange(-3, 0)), bv = std::ldexp(1.0, *rc::gen::inRange(-3, 0));
+  for (int p = 0; p < n; ++p) {
+    const uint32_t ep = h.symbol(Sym::kRounding, draw_unit());
+    for (int i = 0; i < d; ++i) {
+      k[static_cast<size_t>(p) * d + i] = h.input_terms(0.25, 0, {{ep, a}});
+      v[static_cast<size_t>(p) * d + i] = h.input_terms(1.0, 0, {{ep, bv}});
+    }
   }
   const size_t first = h.ctx.symbols();
   bounds::attention_head(out.data(), q.data(), k.data(), v.data(), n, d, d, att.data());
