@@ -12,12 +12,6 @@ namespace akv::bounds {
 namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 thread_local AffineContext* g_current = nullptr;
-
-// gamma_n for double arithmetic (unit roundoff 2^-53), rounded up.
-double gamma53(double n) {
-  const double nu = n * 0x1p-53;
-  return div_up(nu, down(1.0 - nu));
-}
 }  // namespace
 
 AffineContext::AffineContext(size_t max_terms) : max_terms_(std::max<size_t>(1, max_terms)) {}

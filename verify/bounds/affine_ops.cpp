@@ -16,12 +16,6 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr int kKernelBlock = 64;  // K4's key block and G5's split, the kernels B14 covers
 constexpr double kNoOverflow = 0x1p126;  // sums of magnitudes below this cannot overflow a float
 
-// gamma_n for double arithmetic (unit roundoff 2^-53), rounded up.
-double gamma53(int n) {
-  const double nu = n * 0x1p-53;
-  return div_up(nu, down(1.0 - nu));
-}
-
 // An upper bound of |c| + r: the magnitude of anything in the box.
 double mag(const Aff& x) { return add_up(std::fabs(x.c), x.r); }
 
@@ -60,9 +54,10 @@ Linearised linearise_silu(const Aff& g) {
 }
 
 namespace {
-std::vector<float> values(const Aff* x, size_t n, size_t stride = 1) {
+// The float values of x (n,).
+std::vector<float> values(const Aff* x, size_t n) {
   std::vector<float> f(n);
-  for (size_t i = 0; i < n; ++i) f[i] = x[i * stride].v;
+  for (size_t i = 0; i < n; ++i) f[i] = x[i].v;
   return f;
 }
 
@@ -72,6 +67,19 @@ std::vector<float> weights(const Aff* w, size_t n) {
     if (w[i].r != 0 || !w[i].t.empty() || w[i].c != static_cast<double>(w[i].v))
       throw std::logic_error("affine: a weight is not an exact float constant");
   return values(w, n);
+}
+
+// sum_j w_j x_j (n,) with float constants w, as the float value v: the exact linear map, and
+// B1's rounding for n terms at the boxes; vacuous where a partial sum of some order could
+// overflow (B1 assumes none). A matmul row, or a RoPE output (B3 is B1 with n = 2).
+Aff dot_const(AffBuilder& b, const Aff* x, const float* w, int n, float v) {
+  double sum_abs = 0;
+  for (int j = 0; j < n; ++j) {
+    b.add_center(static_cast<double>(w[j]) * x[j].c);
+    b.add_terms(x[j], w[j]);
+    sum_abs = add_up(sum_abs, mul_up(std::fabs(static_cast<double>(w[j])), mag(x[j])));
+  }
+  return b.finish(v, sum_abs < kNoOverflow ? dot_bound_from_abs(sum_abs, n) : kInf);
 }
 }  // namespace
 
@@ -86,18 +94,8 @@ void matmul(Aff* out, const Aff* x, const Aff* W, int n, int d) {
   const std::vector<float> xf = values(x, n), wf = weights(W, static_cast<size_t>(n) * d);
   std::vector<float> of(d);
   ref::matmul(of.data(), xf.data(), wf.data(), n, d);
-  for (int i = 0; i < d; ++i) {
-    const float* row = wf.data() + static_cast<size_t>(i) * n;
-    AffBuilder b(ctx);
-    double sum_abs = 0;
-    for (int j = 0; j < n; ++j) {
-      b.add_center(static_cast<double>(row[j]) * x[j].c);
-      b.add_terms(x[j], row[j]);
-      sum_abs = add_up(sum_abs, mul_up(std::fabs(static_cast<double>(row[j])), mag(x[j])));
-    }
-    // B1 assumes no overflow: every partial sum of any order is below sum_abs.
-    out[i] = b.finish(of[i], sum_abs < kNoOverflow ? dot_bound_from_abs(sum_abs, n) : kInf);
-  }
+  AffBuilder b(ctx);
+  for (int i = 0; i < d; ++i) out[i] = dot_const(b, x, wf.data() + static_cast<size_t>(i) * n, n, of[i]);
 }
 
 void rmsnorm(Aff* out, const Aff* x, const Aff* w, int n, float eps) {
@@ -138,25 +136,16 @@ void rope(Aff* x, int n_heads, int head_dim, const float* cos, const float* sin)
   const int half = head_dim / 2;
   std::vector<float> xf = values(x, static_cast<size_t>(n_heads) * head_dim);
   ref::rope(xf.data(), n_heads, head_dim, cos, sin);
+  AffBuilder b(ctx);
   for (int h = 0; h < n_heads; ++h) {
     Aff* v = x + static_cast<size_t>(h) * head_dim;
     const float* vf = xf.data() + static_cast<size_t>(h) * head_dim;
     for (int i = 0; i < half; ++i) {
-      const Aff x0 = v[i], x1 = v[i + half];
-      const double c = cos[i], s = sin[i];
-      AffBuilder b(ctx);
-      // x0 c - x1 s and x0 s + x1 c: two-term dot products with table constants (B3).
-      b.add_center(x0.c * c);
-      b.add_center(-(x1.c * s));
-      b.add_terms(x0, c);
-      b.add_terms(x1, -s);
-      v[i] = b.finish(vf[i], dot_bound_from_abs(add_up(mul_up(mag(x0), std::fabs(c)), mul_up(mag(x1), std::fabs(s))), 2));
-      b.add_center(x0.c * s);
-      b.add_center(x1.c * c);
-      b.add_terms(x0, s);
-      b.add_terms(x1, c);
-      v[i + half] =
-          b.finish(vf[i + half], dot_bound_from_abs(add_up(mul_up(mag(x0), std::fabs(s)), mul_up(mag(x1), std::fabs(c))), 2));
+      // x0 c - x1 s and x0 s + x1 c: two-term dot products with the table's constants (B3).
+      const Aff pair[2] = {v[i], v[i + half]};
+      const float first[2] = {cos[i], -sin[i]}, second[2] = {sin[i], cos[i]};
+      v[i] = dot_const(b, pair, first, 2, vf[i]);
+      v[i + half] = dot_const(b, pair, second, 2, vf[i + half]);
     }
   }
 }

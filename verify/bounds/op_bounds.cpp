@@ -20,14 +20,6 @@ double abs_prod(float a, float b) { return std::fabs(static_cast<double>(a) * st
 // Underflow term of n rounded products (or FMAs), each carried through <= n roundings.
 double underflow(int n) { return mul_up(add_up(1.0, gamma(n)), mul_up(n, kEta)); }
 
-double dot_formula(double sum_abs, int n) { return dot_bound_from_abs(sum_abs, n); }
-
-// gamma_n of double arithmetic (unit roundoff 2^-53), rounded up.
-double gamma53(int n) {
-  const double nu = n * 0x1p-53;
-  return div_up(nu, down(1.0 - nu));
-}
-
 // B8's underflow events: the quotient g / d (or the product g up before it) times up, the final
 // product, and a subnormal reciprocal fl(1 / d) times g and up:
 // eta ((1 + u)(|up| + 1) + 1 + (1 + u)^2 |g up|), given gu >= |g up|, au >= |up|.
@@ -41,73 +33,13 @@ double ratio_minus_one(double a, double b) {
   if (b >= 1) return kInf;
   return sub_up(div_up(add_up(1.0, a), sub_dn(1.0, b)), 1.0);
 }
-// B14 given, per key, the double c_p and tau_p >= |s_p - c_p| for the exact score s_p of any
-// admissible input, sigma >= every B4 score bound, and vabs(p, i) >= |v_{p,i}|.
-template <class VAbs>
-std::vector<double> attention_core(const std::vector<double>& c, const std::vector<double>& tau, double sigma, int d,
-                                   AttnRounding how, VAbs vabs) {
-  const int n = static_cast<int>(c.size());
-  std::vector<double> out(d, kInf);
-  double hi = -kInf, cmax = -kInf;
-  for (int p = 0; p < n; ++p) {
-    hi = std::max(hi, up(c[p] + tau[p]));
-    cmax = std::max(cmax, c[p]);
-  }
-  if (!std::isfinite(sigma) || !std::isfinite(hi)) return out;
-  const double two_sigma = mul_up(2.0, sigma);
-  // U_p >= P_p = softmax(s)_p; W_p = e^{2 sigma} U_p >= P^_p = softmax(s^)_p, the exact
-  // softmax of the kernel's float scores.
-  double den = 0;
-  for (int p = 0; p < n; ++p) den = add_dn(den, exp_dn(down(down(c[p] - tau[p]) - cmax)));
-  const double e2s = exp_up(two_sigma);
-  // Per key: rho_p >= (1 + Phi_p)(1 + gamma_k) - 1, Phi_p the relative error of the key's
-  // weight after r + 1 exps of rounded differences whose exact values telescope to
-  // s^_p - max s^ (B5 per stage: sum |t| = max s^ - s^_p <= L_p).
-  const double gk = gamma(how.k);
-  double exp_growth = 1.0, abs_growth = 1.0;  // (1 + kExpRel)^{r+1}, (1 + kExpRel + kExpAbs)^r
-  for (int j = 0; j <= how.r; ++j) exp_growth = mul_up(exp_growth, 1.0 + kExpRel);
-  for (int j = 0; j < how.r; ++j) abs_growth = mul_up(abs_growth, add_up(1.0 + kExpRel, kExpAbs));
-  // Xi: the absolute part of a weight (each exp's kExpAbs, carried by the later stages).
-  const double xi = mul_up(mul_up(how.r + 1, kExpAbs), abs_growth);
-  const double g = mul_up(add_up(1.0, gk), abs_growth);  // growth of one absolute event
-  const double xi_g = mul_up(xi, add_up(1.0, gk));
-  std::vector<double> W(n), rho(n);
-  double rd = mul_up(xi_g, n);
-  for (int p = 0; p < n; ++p) {
-    const double num = exp_up(up(up(c[p] + tau[p]) - cmax));
-    W[p] = mul_up(e2s, std::min(1.0, div_up(num, den)));
-    const double L = add_up(up(hi - down(c[p] - tau[p])), two_sigma);
-    const double one_phi = mul_up(exp_growth, exp_up(mul_up(kU, L)));
-    rho[p] = sub_up(mul_up(one_phi, add_up(1.0, gk)), 1.0);
-    rd = add_up(rd, mul_up(W[p], rho[p]));
-  }
-  const double a_eta_g = mul_up(mul_up(how.a, kEta), g);
-  const double denom = sub_dn(sub_dn(1.0, rd), a_eta_g);
-  if (!(denom > 0)) return out;
-  const double score_part = expm1_up(two_sigma);
-  for (int i = 0; i < d; ++i) {
-    double vmax = 0, vsum = 0, y = 0, rn = 0;
-    for (int p = 0; p < n; ++p) {
-      const double av = vabs(p, i);
-      vmax = std::max(vmax, av);
-      vsum = add_up(vsum, av);
-      const double wv = mul_up(W[p], av);
-      y = add_up(y, wv);
-      rn = add_up(rn, mul_up(wv, rho[p]));
-    }
-    rn = add_up(rn, mul_up(xi_g, vsum));
-    // (R_N + Y R_D + a eta G (1 + V + Y)) / (1 - R_D - a eta G): the weights' and the sums'
-    // rounding through the quotient N^ / D^.
-    const double absorb = mul_up(a_eta_g, add_up(add_up(1.0, vmax), y));
-    const double e = div_up(add_up(add_up(rn, mul_up(y, rd)), absorb), denom);
-    // + the final division (u |N^/D^| + eta) + the scores' error (e^{2 sigma} - 1) Y.
-    const double fin = add_up(mul_up(kU, add_up(y, e)), kEta);
-    out[i] = add_up(add_up(e, fin), mul_up(score_part, y));
-  }
-  return out;
+
+// B8's relative factor: fl(1 + e^) errs by eps_d relative, then <= 3 roundings (÷ or a
+// reciprocal, x g, x up): (1 + u)^3 / (1 - eps_d) - 1.
+double swiglu_rel() {
+  const double eps_d = add_up(add_up(mul_up(kExpRel, 1.0 + kU), kU), mul_up(kExpAbs, 1.0 + kU));
+  return ratio_minus_one(rel_k(3), eps_d);
 }
-
-
 }  // namespace
 
 double dot_bound_from_abs(double sum_abs, int n) { return add_up(mul_up(gamma(n), sum_abs), underflow(n)); }
@@ -115,7 +47,7 @@ double dot_bound_from_abs(double sum_abs, int n) { return add_up(mul_up(gamma(n)
 double dot_bound(const float* x, int sx, const float* y, int sy, int n) {
   double s = 0;
   for (int i = 0; i < n; ++i) s = add_up(s, abs_prod(x[static_cast<size_t>(i) * sx], y[static_cast<size_t>(i) * sy]));
-  return dot_formula(s, n);
+  return dot_bound_from_abs(s, n);
 }
 
 std::vector<double> rmsnorm_bounds(std::span<const float> x, std::span<const float> w, float eps) {
@@ -158,8 +90,8 @@ std::vector<double> rope_bounds(std::span<const float> x, const float* cos, cons
   for (int i = 0; i < half; ++i) {
     const float x0 = x[i], x1 = x[i + half];
     // x0 c - x1 s and x0 s + x1 c: dot products of length 2.
-    out[i] = dot_formula(add_up(abs_prod(x0, cos[i]), abs_prod(x1, sin[i])), 2);
-    out[i + half] = dot_formula(add_up(abs_prod(x0, sin[i]), abs_prod(x1, cos[i])), 2);
+    out[i] = dot_bound_from_abs(add_up(abs_prod(x0, cos[i]), abs_prod(x1, sin[i])), 2);
+    out[i + half] = dot_bound_from_abs(add_up(abs_prod(x0, sin[i]), abs_prod(x1, cos[i])), 2);
   }
   return out;
 }
@@ -244,9 +176,7 @@ double swiglu_bound(float g, float up_v) {
     // 1 + e^-g overflows: the float result is +-0, the exact one is below |g up| e^g.
     return mul_up(gu, exp_up(g));
   }
-  // fl(1 + e^): relative error eps_d (B8); then <= 3 roundings (÷ or reciprocal, × g, × up).
-  const double eps_d = add_up(add_up(mul_up(kExpRel, 1.0 + kU), kU), mul_up(kExpAbs, 1.0 + kU));
-  const double rel = ratio_minus_one(rel_k(3), eps_d);
+  const double rel = swiglu_rel();
   const double mag = div_up(gu, add_dn(1.0, exp_dn(-static_cast<double>(g))));
   return add_up(mul_up(rel, mag), swiglu_underflow(gu, std::fabs(up_v)));
 }
@@ -260,8 +190,7 @@ double swiglu_bound_box(double gc, double gr, double uc, double ur) {
   auto silu_abs_up = [](double g) { return div_up(std::fabs(g), add_dn(1.0, exp_dn(-g))); };
   double s = std::max(silu_abs_up(g_lo), silu_abs_up(g_hi));
   if (g_lo <= -1.2784 && g_hi >= -1.2785) s = std::max(s, 0.2785);
-  const double eps_d = add_up(add_up(mul_up(kExpRel, 1.0 + kU), kU), mul_up(kExpAbs, 1.0 + kU));
-  const double rel = ratio_minus_one(rel_k(3), eps_d);
+  const double rel = swiglu_rel();
   const double ag = std::max(std::fabs(g_lo), std::fabs(g_hi));
   double b = add_up(mul_up(rel, mul_up(s, au)), swiglu_underflow(mul_up(ag, au), au));
   if (g_lo < -88.72283935546875) {
@@ -288,7 +217,7 @@ std::vector<double> logits_bounds(std::span<const float> x, std::span<const floa
       s_abs = add_up(s_abs, mul_up(aw, add_up(std::fabs(y[j]), mul_up(2.0, b2[j]))));
       prop = add_up(prop, mul_up(aw, b2[j]));
     }
-    out[i] = add_up(dot_formula(s_abs, n), prop);
+    out[i] = add_up(dot_bound_from_abs(s_abs, n), prop);
   }
   return out;
 }
@@ -327,7 +256,7 @@ std::vector<double> attention_bounds_box(const double* qc, const double* qr, con
   const double gd = gamma53(d + 3);
   const double sq_lo = sqrt_dn(d), sq = std::sqrt(static_cast<double>(d));
   std::vector<double> c(n), tau(n);
-  double sigma = 0;
+  double sigma = 0, hi = -kInf, cmax = -kInf;
   for (int p = 0; p < n; ++p) {
     const size_t o = static_cast<size_t>(p) * stride;
     double dot = 0, sabs = 0, spread = 0, mag = 0, k_abs = 0;
@@ -343,11 +272,65 @@ std::vector<double> attention_bounds_box(const double* qc, const double* qr, con
     c[p] = dot / sq;
     tau[p] = add_up(mul_up(gd, div_up(sabs, sq_lo)), div_up(spread, sq_lo));
     sigma = std::max(sigma, score_bound_from_abs(mag, k_abs, d));
+    hi = std::max(hi, up(c[p] + tau[p]));
+    cmax = std::max(cmax, c[p]);
   }
-  return attention_core(c, tau, sigma, d, how, [&](int p, int i) {
-    const size_t o = static_cast<size_t>(p) * stride + i;
-    return add_up(std::fabs(vc[o]), vr[o]);
-  });
+  // The rest is B14 given c_p, tau_p >= |s_p - c_p| for the exact score of any input in the box,
+  // sigma >= every B4 score bound, and |v_{p,i}| <= |vc| + vr.
+  std::vector<double> out(d, kInf);
+  if (!std::isfinite(sigma) || !std::isfinite(hi)) return out;
+  const double two_sigma = mul_up(2.0, sigma);
+  // U_p >= P_p = softmax(s)_p; W_p = e^{2 sigma} U_p >= P^_p = softmax(s^)_p, the exact
+  // softmax of the kernel's float scores.
+  double den = 0;
+  for (int p = 0; p < n; ++p) den = add_dn(den, exp_dn(down(down(c[p] - tau[p]) - cmax)));
+  const double e2s = exp_up(two_sigma);
+  // Per key: rho_p >= (1 + Phi_p)(1 + gamma_k) - 1, Phi_p the relative error of the key's
+  // weight after r + 1 exps of rounded differences whose exact values telescope to
+  // s^_p - max s^ (B5 per stage: sum |t| = max s^ - s^_p <= L_p).
+  const double gk = gamma(how.k);
+  double exp_growth = 1.0, abs_growth = 1.0;  // (1 + kExpRel)^{r+1}, (1 + kExpRel + kExpAbs)^r
+  for (int j = 0; j <= how.r; ++j) exp_growth = mul_up(exp_growth, 1.0 + kExpRel);
+  for (int j = 0; j < how.r; ++j) abs_growth = mul_up(abs_growth, add_up(1.0 + kExpRel, kExpAbs));
+  // Xi: the absolute part of a weight (each exp's kExpAbs, carried by the later stages).
+  const double xi = mul_up(mul_up(how.r + 1, kExpAbs), abs_growth);
+  const double g = mul_up(add_up(1.0, gk), abs_growth);  // growth of one absolute event
+  const double xi_g = mul_up(xi, add_up(1.0, gk));
+  std::vector<double> W(n), rho(n);
+  double rd = mul_up(xi_g, n);
+  for (int p = 0; p < n; ++p) {
+    const double num = exp_up(up(up(c[p] + tau[p]) - cmax));
+    W[p] = mul_up(e2s, std::min(1.0, div_up(num, den)));
+    const double L = add_up(up(hi - down(c[p] - tau[p])), two_sigma);
+    const double one_phi = mul_up(exp_growth, exp_up(mul_up(kU, L)));
+    rho[p] = sub_up(mul_up(one_phi, add_up(1.0, gk)), 1.0);
+    rd = add_up(rd, mul_up(W[p], rho[p]));
+  }
+  const double a_eta_g = mul_up(mul_up(how.a, kEta), g);
+  const double denom = sub_dn(sub_dn(1.0, rd), a_eta_g);
+  if (!(denom > 0)) return out;
+  const double score_part = expm1_up(two_sigma);
+  for (int i = 0; i < d; ++i) {
+    double vmax = 0, vsum = 0, y = 0, rn = 0;
+    for (int p = 0; p < n; ++p) {
+      const size_t o = static_cast<size_t>(p) * stride + i;
+      const double av = add_up(std::fabs(vc[o]), vr[o]);
+      vmax = std::max(vmax, av);
+      vsum = add_up(vsum, av);
+      const double wv = mul_up(W[p], av);
+      y = add_up(y, wv);
+      rn = add_up(rn, mul_up(wv, rho[p]));
+    }
+    rn = add_up(rn, mul_up(xi_g, vsum));
+    // (R_N + Y R_D + a eta G (1 + V + Y)) / (1 - R_D - a eta G): the weights' and the sums'
+    // rounding through the quotient N^ / D^.
+    const double absorb = mul_up(a_eta_g, add_up(add_up(1.0, vmax), y));
+    const double e = div_up(add_up(add_up(rn, mul_up(y, rd)), absorb), denom);
+    // + the final division (u |N^/D^| + eta) + the scores' error (e^{2 sigma} - 1) Y.
+    const double fin = add_up(mul_up(kU, add_up(y, e)), kEta);
+    out[i] = add_up(add_up(e, fin), mul_up(score_part, y));
+  }
+  return out;
 }
 
 }  // namespace akv::bounds

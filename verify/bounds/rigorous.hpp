@@ -50,6 +50,13 @@ inline double gamma(double n) {
   return div_up(nu, down(1.0 - nu));
 }
 
+/// gamma_n of double arithmetic (unit roundoff 2^-53), rounded up: for error bounds on the
+/// double computations the bounds themselves make (centres, scores, sums).
+inline double gamma53(double n) {
+  const double nu = n * 0x1p-53;
+  return div_up(nu, down(1.0 - nu));
+}
+
 /// (1 + u)^k - 1 rounded up, k small (the growth of k roundings of one value).
 inline double rel_k(int k) {
   double p = 1.0;
