@@ -9,6 +9,7 @@
 
 #include "support.hpp"
 #include "verify/bounds/end_to_end.hpp"
+#include "verify/oracle/real.hpp"
 
 namespace akv::test {
 
@@ -34,6 +35,9 @@ inline std::vector<float> gen_values(Family f, int n) {
   }
   return v;
 }
+
+/// The same values in the MPFR oracle's type (exact: every float is a Real).
+inline std::vector<oracle::Real> to_real(const std::vector<float>& v) { return {v.begin(), v.end()}; }
 
 /// The dot product in another order: pairwise (blocks of 4 lanes, FMA, reversed lanes), as a
 /// SIMD kernel would; a legal order under spec/arithmetic.md, not the reference's.

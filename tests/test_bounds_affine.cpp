@@ -91,6 +91,17 @@ struct Harness {
       if (t.id < first_new) s += Real(t.a) * eps[t.id];
     return s;
   }
+  // A rule's outputs y against the float reference's op (ref, its bits) and the exact op:
+  // y's float values are ref's bits, and y contains both the exact and the float result.
+  void check(const std::vector<Aff>& y, const std::vector<float>& ref, const std::vector<Real>& exact,
+             size_t first_new) const {
+    for (size_t i = 0; i < y.size(); ++i) {
+      RC_ASSERT(std::memcmp(&y[i].v, &ref[i], sizeof(float)) == 0);
+      RC_ASSERT(contains(y[i], exact[i], first_new));
+      RC_ASSERT(contains(y[i], Real(ref[i]), first_new));
+    }
+  }
+
   // The output contains `value` for some value of the symbols made since `first_new`.
   bool contains(const Aff& y, const Real& value, size_t first_new) const {
     if (!(y.r < std::numeric_limits<double>::infinity())) return true;  // vacuous: contains all
@@ -115,13 +126,11 @@ std::vector<double> gen_centres(test::Family f, int n) {
   return std::vector<double>(v.begin(), v.end());
 }
 
-std::vector<Real> reals(const std::vector<float>& v) { return std::vector<Real>(v.begin(), v.end()); }
 std::vector<float> floats(const std::vector<Aff>& v) {
   std::vector<float> f(v.size());
   for (size_t i = 0; i < v.size(); ++i) f[i] = v[i].v;
   return f;
 }
-Aff weight(float w) { return Aff(w); }
 
 }  // namespace
 
@@ -134,19 +143,17 @@ RC_GTEST_PROP(B11_AffineRules, MatmulIsSound, ()) {
   for (int j = 0; j < n; ++j) x[j] = h.input(xc[j], gen_radius(xc[j]));
   // Weights of the same family for the near-underflow case (subnormal products), else O(1).
   std::vector<float> wf = test::gen_values(f == test::Family::kTiny ? f : test::Family::kPlain, n * d);
-  for (size_t i = 0; i < W.size(); ++i) W[i] = weight(wf[i]);
+  for (size_t i = 0; i < W.size(); ++i) W[i] = Aff(wf[i]);
   const size_t first = h.ctx.symbols();
   bounds::matmul(out.data(), x.data(), W.data(), n, d);
   const std::vector<float> xf = floats(x);
   std::vector<float> ref(d);
   ref::matmul(ref.data(), xf.data(), wf.data(), n, d);
   std::vector<Real> exact(d);
-  const std::vector<Real> xr = reals(xf), wr = reals(wf);
+  const std::vector<Real> xr = test::to_real(xf), wr = test::to_real(wf);
   ref::matmul(exact.data(), xr.data(), wr.data(), n, d);
+  h.check(out, ref, exact, first);
   for (int i = 0; i < d; ++i) {
-    RC_ASSERT(std::memcmp(&out[i].v, &ref[i], sizeof(float)) == 0);
-    RC_ASSERT(h.contains(out[i], exact[i], first));
-    RC_ASSERT(h.contains(out[i], Real(ref[i]), first));
     const float other = test::dot_pairwise_fma(wf.data() + static_cast<size_t>(i) * n, 1, xf.data(), 1, n);
     RC_ASSERT(h.contains(out[i], Real(other), first));
   }
@@ -161,7 +168,7 @@ RC_GTEST_PROP(B11_AffineRules, RMSNormIsSound, ()) {
   const std::vector<double> xc = gen_centres(f, n);
   for (int j = 0; j < n; ++j) {
     x[j] = h.input(xc[j], gen_radius(xc[j]));
-    w[j] = weight(wf[j] = static_cast<float>(1 + gen_centre(-4, -1)));
+    w[j] = Aff(wf[j] = static_cast<float>(1 + gen_centre(-4, -1)));
   }
   const float eps = 1e-5f;
   const size_t first = h.ctx.symbols();
@@ -170,13 +177,9 @@ RC_GTEST_PROP(B11_AffineRules, RMSNormIsSound, ()) {
   std::vector<float> ref(n);
   ref::rmsnorm(ref.data(), xf.data(), wf.data(), n, eps);
   std::vector<Real> exact(n);
-  const std::vector<Real> xr = reals(xf), wr = reals(wf);
+  const std::vector<Real> xr = test::to_real(xf), wr = test::to_real(wf);
   ref::rmsnorm(exact.data(), xr.data(), wr.data(), n, eps);
-  for (int j = 0; j < n; ++j) {
-    RC_ASSERT(std::memcmp(&out[j].v, &ref[j], sizeof(float)) == 0);
-    RC_ASSERT(h.contains(out[j], exact[j], first));
-    RC_ASSERT(h.contains(out[j], Real(ref[j]), first));
-  }
+  h.check(out, ref, exact, first);
 }
 
 RC_GTEST_PROP(B11_AffineRules, RopeIsSound, ()) {
@@ -194,16 +197,12 @@ RC_GTEST_PROP(B11_AffineRules, RopeIsSound, ()) {
     a = h.input(c, gen_radius(c));
   }
   std::vector<float> xf = floats(x);
-  std::vector<Real> exact = reals(xf);
+  std::vector<Real> exact = test::to_real(xf);
   const size_t first = h.ctx.symbols();
   bounds::rope(x.data(), heads, hd, cs.data(), sn.data());
   ref::rope(xf.data(), heads, hd, cs.data(), sn.data());
   ref::rope(exact.data(), heads, hd, cs.data(), sn.data());
-  for (size_t i = 0; i < x.size(); ++i) {
-    RC_ASSERT(std::memcmp(&x[i].v, &xf[i], sizeof(float)) == 0);
-    RC_ASSERT(h.contains(x[i], exact[i], first));
-    RC_ASSERT(h.contains(x[i], Real(xf[i]), first));
-  }
+  h.check(x, xf, exact, first);
 }
 
 RC_GTEST_PROP(B11_AffineRules, AttentionHeadIsSound, ()) {
@@ -225,15 +224,11 @@ RC_GTEST_PROP(B11_AffineRules, AttentionHeadIsSound, ()) {
   const std::vector<float> qf = floats(q), kf = floats(k), vf = floats(v);
   std::vector<float> ref(d), attf(n);
   ref::attention_head(ref.data(), qf.data(), kf.data(), vf.data(), n, d, d, attf.data());
-  const std::vector<Real> qr = reals(qf), kr = reals(kf), vr = reals(vf);
+  const std::vector<Real> qr = test::to_real(qf), kr = test::to_real(kf), vr = test::to_real(vf);
   std::vector<Real> exact(d), attr(n);
   ref::attention_head(exact.data(), qr.data(), kr.data(), vr.data(), n, d, d, attr.data());
-  for (int i = 0; i < d; ++i) {
-    RC_ASSERT(std::memcmp(&out[i].v, &ref[i], sizeof(float)) == 0);
-    RC_ASSERT(std::isfinite(out[i].r));
-    RC_ASSERT(h.contains(out[i], exact[i], first));
-    RC_ASSERT(h.contains(out[i], Real(ref[i]), first));
-  }
+  for (int i = 0; i < d; ++i) RC_ASSERT(std::isfinite(out[i].r));
+  h.check(out, ref, exact, first);
 }
 
 RC_GTEST_PROP(B11_AffineRules, AttentionSoftmaxRemainderIsSound, ()) {
@@ -250,7 +245,7 @@ RC_GTEST_PROP(B11_AffineRules, AttentionSoftmaxRemainderIsSound, ()) {
   }
   const size_t first = h.ctx.symbols();
   bounds::attention_head(out.data(), q.data(), k.data(), v.data(), n, d, d, att.data());
-  const std::vector<Real> qr = reals(floats(q)), kr = reals(floats(k)), vr = reals(floats(v));
+  const std::vector<Real> qr = test::to_real(floats(q)), kr = test::to_real(floats(k)), vr = test::to_real(floats(v));
   std::vector<Real> exact(d), attr(n);
   ref::attention_head(exact.data(), qr.data(), kr.data(), vr.data(), n, d, d, attr.data());
   for (int i = 0; i < d; ++i) RC_ASSERT(h.contains(out[i], exact[i], first));
@@ -274,7 +269,7 @@ RC_GTEST_PROP(B11_AffineRules, ProductRemaindersAreCharged, ()) {
     }
   size_t first = h.ctx.symbols();
   bounds::attention_head(out.data(), q.data(), k.data(), v.data(), n, d, d, att.data());
-  const std::vector<Real> qr = reals(floats(q)), kr = reals(floats(k)), vr = reals(floats(v));
+  const std::vector<Real> qr = test::to_real(floats(q)), kr = test::to_real(floats(k)), vr = test::to_real(floats(v));
   std::vector<Real> exact(d), attr(n);
   ref::attention_head(exact.data(), qr.data(), kr.data(), vr.data(), n, d, d, attr.data());
   for (int i = 0; i < d; ++i) RC_ASSERT(h.contains(out[i], exact[i], first));
@@ -286,7 +281,7 @@ RC_GTEST_PROP(B11_AffineRules, ProductRemaindersAreCharged, ()) {
   }
   first = h.ctx.symbols();
   bounds::rmsnorm(y.data(), x.data(), w.data(), d, 1e-5f);
-  const std::vector<Real> xr = reals(floats(x)), wr = reals(floats(w));
+  const std::vector<Real> xr = test::to_real(floats(x)), wr = test::to_real(floats(w));
   std::vector<Real> yr(d);
   ref::rmsnorm(yr.data(), xr.data(), wr.data(), d, 1e-5f);
   for (int j = 0; j < d; ++j) RC_ASSERT(h.contains(y[j], yr[j], first));
@@ -310,7 +305,7 @@ RC_GTEST_PROP(B11_AffineRules, AttentionCrossTermIsCharged, ()) {
   }
   const size_t first = h.ctx.symbols();
   bounds::attention_head(out.data(), q.data(), k.data(), v.data(), n, d, d, att.data());
-  const std::vector<Real> qr = reals(floats(q)), kr = reals(floats(k)), vr = reals(floats(v));
+  const std::vector<Real> qr = test::to_real(floats(q)), kr = test::to_real(floats(k)), vr = test::to_real(floats(v));
   std::vector<Real> exact(d), attr(n);
   ref::attention_head(exact.data(), qr.data(), kr.data(), vr.data(), n, d, d, attr.data());
   for (int i = 0; i < d; ++i) RC_ASSERT(h.contains(out[i], exact[i], first));
@@ -349,13 +344,9 @@ RC_GTEST_PROP(B11_AffineRules, SwigluIsSound, ()) {
   std::vector<float> ref(n);
   ref::swiglu(ref.data(), gf.data(), uf.data(), n);
   std::vector<Real> exact(n);
-  const std::vector<Real> gr = reals(gf), ur = reals(uf);
+  const std::vector<Real> gr = test::to_real(gf), ur = test::to_real(uf);
   ref::swiglu(exact.data(), gr.data(), ur.data(), n);
-  for (int j = 0; j < n; ++j) {
-    RC_ASSERT(std::memcmp(&out[j].v, &ref[j], sizeof(float)) == 0);
-    RC_ASSERT(h.contains(out[j], exact[j], first));
-    RC_ASSERT(h.contains(out[j], Real(ref[j]), first));
-  }
+  h.check(out, ref, exact, first);
 }
 
 RC_GTEST_PROP(B11_AffineRules, ResidualAddIsSound, ()) {
@@ -370,12 +361,13 @@ RC_GTEST_PROP(B11_AffineRules, ResidualAddIsSound, ()) {
   const std::vector<float> xf = floats(x), yf = floats(y);
   const size_t first = h.ctx.symbols();
   bounds::add_inplace(x.data(), y.data(), n);
+  std::vector<float> sum(n);
+  std::vector<Real> exact(n);
   for (int j = 0; j < n; ++j) {
-    const float sum = xf[j] + yf[j];
-    RC_ASSERT(std::memcmp(&x[j].v, &sum, sizeof(float)) == 0);
-    RC_ASSERT(h.contains(x[j], Real(xf[j]) + Real(yf[j]), first));
-    RC_ASSERT(h.contains(x[j], Real(sum), first));
+    sum[j] = xf[j] + yf[j];
+    exact[j] = Real(xf[j]) + Real(yf[j]);
   }
+  h.check(x, sum, exact, first);
 }
 
 TEST(B11_AffineRules, DistanceBoundCountsOtherSymbolsTwice) {

@@ -43,7 +43,6 @@ Box box_around(const std::vector<float>& x) {
   }
   return b;
 }
-std::vector<Real> to_real(const std::vector<float>& v) { return {v.begin(), v.end()}; }
 }  // namespace
 
 RC_GTEST_PROP(B1_DotBound, ReferenceOrderWithinBound, ()) {
@@ -77,7 +76,7 @@ RC_GTEST_PROP(B2_RMSNormBound, WithinBound, ()) {
   const float eps = *rc::gen::element(1e-5f, 1e-6f, 0.0f);
   std::vector<float> y(n);
   ref::rmsnorm(y.data(), x.data(), w.data(), n, eps);
-  std::vector<Real> xr = to_real(x), wr = to_real(w), yr(n);
+  std::vector<Real> xr = test::to_real(x), wr = test::to_real(w), yr(n);
   ref::rmsnorm(yr.data(), xr.data(), wr.data(), n, eps);
   const auto b = rmsnorm_bounds(x, w, eps);
   for (int j = 0; j < n; ++j) RC_ASSERT(within(oracle::abs_err_up(y[j], yr[j]), b[j]));
@@ -90,7 +89,7 @@ RC_GTEST_PROP(B2_RMSNormBound, BoxBoundHoldsAnywhereInTheBox, ()) {
   const Box bx = box_around(x);
   std::vector<float> y(n);
   ref::rmsnorm(y.data(), x.data(), w.data(), n, 1e-5f);
-  std::vector<Real> xr = to_real(x), wr = to_real(w), yr(n);
+  std::vector<Real> xr = test::to_real(x), wr = test::to_real(w), yr(n);
   ref::rmsnorm(yr.data(), xr.data(), wr.data(), n, 1e-5f);
   const auto b = rmsnorm_bounds_box(bx.c, bx.r, w, 1e-5f);
   for (int j = 0; j < n; ++j) RC_ASSERT(within(oracle::abs_err_up(y[j], yr[j]), b[j]));
@@ -103,7 +102,7 @@ RC_GTEST_PROP(B3_RopeBound, WithinBound, ()) {
   const auto x = test::gen_values(f, 32);
   std::vector<float> y = x;
   ref::rope(y.data(), 1, 32, t.cos_at(pos), t.sin_at(pos));
-  std::vector<Real> yr = to_real(x);
+  std::vector<Real> yr = test::to_real(x);
   ref::rope(yr.data(), 1, 32, t.cos_at(pos), t.sin_at(pos));
   const auto b = rope_bounds(x, t.cos_at(pos), t.sin_at(pos));
   for (int j = 0; j < 32; ++j) RC_ASSERT(within(oracle::abs_err_up(y[j], yr[j]), b[j]));
@@ -168,7 +167,7 @@ RC_GTEST_PROP(B6_NormaliseBound, WholeSoftmaxWithinComposedBound, ()) {
   for (auto& v : s) v *= scale;
   std::vector<float> p = s;
   ref::softmax(p.data(), n);
-  std::vector<Real> pr = to_real(s);
+  std::vector<Real> pr = test::to_real(s);
   ref::softmax(pr.data(), n);
   const auto b = softmax_bounds(s);
   for (int j = 0; j < n; ++j) RC_ASSERT(within(oracle::abs_err_up(p[j], pr[j]), b[j]));
@@ -194,7 +193,7 @@ RC_GTEST_PROP(B8_SwigluBound, WithinBound, ()) {
   const auto u = test::gen_values(Family::kPlain, n);
   std::vector<float> y(n);
   ref::swiglu(y.data(), g.data(), u.data(), n);
-  std::vector<Real> gr = to_real(g), ur = to_real(u), yr(n);
+  std::vector<Real> gr = test::to_real(g), ur = test::to_real(u), yr(n);
   ref::swiglu(yr.data(), gr.data(), ur.data(), n);
   for (int j = 0; j < n; ++j) RC_ASSERT(within(oracle::abs_err_up(y[j], yr[j]), swiglu_bound(g[j], u[j])));
 }
@@ -220,7 +219,7 @@ RC_GTEST_PROP(B8_SwigluBound, BoxBoundHoldsAnywhereInTheBox, ()) {
   const Box bg = box_around(g), bu = box_around(u);
   std::vector<float> y(n);
   ref::swiglu(y.data(), g.data(), u.data(), n);
-  std::vector<Real> gr = to_real(g), ur = to_real(u), yr(n);
+  std::vector<Real> gr = test::to_real(g), ur = test::to_real(u), yr(n);
   ref::swiglu(yr.data(), gr.data(), ur.data(), n);
   for (int j = 0; j < n; ++j)
     RC_ASSERT(within(oracle::abs_err_up(y[j], yr[j]), swiglu_bound_box(bg.c[j], bg.r[j], bu.c[j], bu.r[j])));
@@ -235,7 +234,7 @@ RC_GTEST_PROP(B14_AttentionBound, BoxBoundHoldsAnywhereInTheBox, ()) {
   const Box bq = box_around(q), bk = box_around(k), bv = box_around(v);
   std::vector<float> out(d), att(n);
   ref::attention_head(out.data(), q.data(), k.data(), v.data(), n, d, d, att.data());
-  std::vector<Real> qr = to_real(q), kr = to_real(k), vr = to_real(v), outr(d), attr(n);
+  std::vector<Real> qr = test::to_real(q), kr = test::to_real(k), vr = test::to_real(v), outr(d), attr(n);
   ref::attention_head(outr.data(), qr.data(), kr.data(), vr.data(), n, d, d, attr.data());
   const auto b = attention_bounds_box(bq.c.data(), bq.r.data(), bk.c.data(), bk.r.data(), bv.c.data(), bv.r.data(), n,
                                       d, d, attn_rounding_reference(n));
@@ -249,7 +248,7 @@ RC_GTEST_PROP(B9_LogitsBound, WithinBound, ()) {
   std::vector<float> y(n), l(vocab);
   ref::rmsnorm(y.data(), x.data(), wn.data(), n, 1e-5f);
   ref::matmul(l.data(), y.data(), W.data(), n, vocab);
-  std::vector<Real> xr = to_real(x), wr = to_real(wn), Wr = to_real(W), yr(n), lr(vocab);
+  std::vector<Real> xr = test::to_real(x), wr = test::to_real(wn), Wr = test::to_real(W), yr(n), lr(vocab);
   ref::rmsnorm(yr.data(), xr.data(), wr.data(), n, 1e-5f);
   ref::matmul(lr.data(), yr.data(), Wr.data(), n, vocab);
   const auto b = logits_bounds(x, wn, 1e-5f, W, vocab);
@@ -291,7 +290,7 @@ ThreeWays attention_three_ways(const test::AttnInput& a) {
 // failed.
 std::string check_b14_against_exact(const test::AttnInput& a, test::Closeness* tally) {
   const ThreeWays t = attention_three_ways(a);
-  std::vector<Real> q = to_real(a.q), k = to_real(a.k), v = to_real(a.v), ex(a.d), att(a.n);
+  std::vector<Real> q = test::to_real(a.q), k = test::to_real(a.k), v = test::to_real(a.v), ex(a.d), att(a.n);
   ref::attention_head(ex.data(), q.data(), k.data(), v.data(), a.n, a.d, a.d, att.data());
   const auto br = attention_bounds(a.q.data(), a.k.data(), a.v.data(), a.n, a.d, a.d, attn_rounding_reference(a.n));
   const auto bo = attention_bounds(a.q.data(), a.k.data(), a.v.data(), a.n, a.d, a.d, attn_rounding_online(a.n, cpu::kKeyBlock));
