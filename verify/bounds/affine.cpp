@@ -119,9 +119,7 @@ Aff AffBuilder::finish(float v, double rounding) {
   }
   ctx_.touched_.clear();
   next_generation(ctx_.generation_, ctx_.stamp_);
-  // The B-clauses assume the backend does not overflow: an op output whose box reaches 2^126
-  // (or a sum of magnitudes that does, add_rem(+inf) by the caller) leaves nothing proven.
-  const bool vacuous = vacuous_ || !std::isfinite(center_) || !(rounding < kInf) || !(std::fabs(center_) < 0x1p126);
+  const bool vacuous = vacuous_ || !std::isfinite(center_) || !(rounding < kInf);
   double rem = rem_;
   const double weighted_r = weighted_r_, center_abs = center_abs_;
   const int terms_n = terms_n_, center_n = center_n_;
@@ -143,9 +141,10 @@ Aff AffBuilder::finish(float v, double rounding) {
     auto by_mag = [](const Term& a, const Term& b) { return std::fabs(a.a) > std::fabs(b.a); };
     std::nth_element(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(ctx_.max_terms_), out.end(), by_mag);
     double folded[2] = {0, 0};
-    for (size_t i = ctx_.max_terms_; i < out.size(); ++i)
-      folded[static_cast<int>(ctx_.kind(out[i].id))] = add_up(folded[static_cast<int>(ctx_.kind(out[i].id))],
-                                                              std::fabs(out[i].a));
+    for (size_t i = ctx_.max_terms_; i < out.size(); ++i) {
+      double& f = folded[static_cast<int>(ctx_.kind(out[i].id))];
+      f = add_up(f, std::fabs(out[i].a));
+    }
     out.resize(ctx_.max_terms_);
     // Dropped rounding terms vanish in the exact run, so their sum is a rounding symbol too.
     if (folded[0] > 0) out.push_back({ctx_.new_symbol(Sym::kRounding), folded[0]});
@@ -158,6 +157,8 @@ Aff AffBuilder::finish(float v, double rounding) {
   double r = 0;
   for (const Term& t : out) r += std::fabs(t.a);
   y.r = mul_up(r, add_up(1.0, mul_up(2.0, gamma53(static_cast<double>(out.size())))));
+  // The B-clauses assume the backend does not overflow: an op output whose box reaches 2^126
+  // (or a sum of magnitudes that does, add_rem(+inf) by the caller) leaves nothing proven.
   if (!(add_up(std::fabs(y.c), y.r) < 0x1p126)) {
     y.r = kInf;
     y.t.clear();
