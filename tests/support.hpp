@@ -1,6 +1,10 @@
 // Shared fixtures of the test suites: models, sessions built from spans, file paths.
 #pragma once
 #include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
 #include <limits>
 #include <map>
 #include <memory>
@@ -17,8 +21,22 @@
 
 namespace akv::test {
 
-inline std::string source_dir() { return AKV_SOURCE_DIR; }
+/// The source tree: $AKV_SOURCE_DIR when set (a test binary run from a bundle on another
+/// machine, scripts/gpu-check --from-bundle), else the tree it was built from.
+inline std::string source_dir() {
+  const char* env = std::getenv("AKV_SOURCE_DIR");
+  return env && *env ? env : AKV_SOURCE_DIR;
+}
 inline std::string example(const std::string& name) { return source_dir() + "/examples/conversations/" + name; }
+
+/// The file names of every bundled conversation (examples/conversations/*.json), sorted.
+inline std::vector<std::string> bundled_conversations() {
+  std::vector<std::string> out;
+  for (const auto& e : std::filesystem::directory_iterator(source_dir() + "/examples/conversations"))
+    if (e.path().extension() == ".json") out.push_back(e.path().filename().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
 
 /// The tiny model with weight seed 1, built once per process.
 inline std::shared_ptr<const Model> tiny() {
@@ -87,6 +105,10 @@ inline ChunkedRun run_chunked(Backend& be, const std::vector<Token>& toks, const
   ChunkedRun r{KVCache(c), std::vector<float>(toks.size() * c.vocab)};
   size_t at = 0;
   for (size_t m : chunks) {
+    if (m > toks.size() - at) {  // a bad chunk list is the test's bug: fail, never overrun
+      ADD_FAILURE() << "run_chunked: the chunks sum past the " << toks.size() << " tokens";
+      break;
+    }
     be.forward(r.cache, std::span<const Token>(toks).subspan(at, m),
                std::span<float>(r.logits).subspan(at * c.vocab, m * c.vocab));
     at += m;

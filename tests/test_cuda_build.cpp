@@ -10,6 +10,8 @@
 #include <sstream>
 #include <string>
 
+#include "support.hpp"
+
 namespace fs = std::filesystem;
 
 namespace {
@@ -21,7 +23,7 @@ std::string read(const fs::path& p) {
   return s.str();
 }
 
-fs::path cuda_dir() { return fs::path(AKV_SOURCE_DIR) / "optimized" / "cuda"; }
+fs::path cuda_dir() { return fs::path(akv::test::source_dir()) / "optimized" / "cuda"; }
 
 // Every source of the CUDA backend except the benchmark (which calls cuBLAS on purpose).
 std::vector<fs::path> kernel_sources() {

@@ -1,20 +1,34 @@
 // The GEMM's tiling (spec/kernels-cuda.md G2). Out (M, d) = X (M, n) @ W^T, W (d, n)
-// row-major: out[m, i] = dot_chain(W row i, X row m, n). The kernel gives each block a
-// kGemmBM x kGemmBN output tile and walks k in kGemmBK-wide tiles, ascending, each output's
+// row-major: out[m, i] = dot_chain(W row i, X row m, n). Every kernel variant gives each
+// block a bm x bn output tile and walks k in bk-wide tiles, ascending, each output's
 // accumulator in one thread's registers: every output is the fma chain of dot.hpp whatever
-// M, the tile sizes or the grid (no split-K, no atomics). The host emulation takes the tile
-// sizes as parameters so the suite can show they do not matter.
+// M, the variant, the tile sizes or the grid (no split-K, no atomics). So the launcher may
+// pick any variant for any shape (for speed) without changing a bit, and the host
+// emulation takes the tile sizes as parameters so the suite can show they do not matter.
 #pragma once
 #include "optimized/cuda/arith/dot.hpp"
 
 namespace akv::cuda {
 
-inline constexpr int kGemmBM = 64;   // rows (tokens) per block
+inline constexpr int kGemmBM = 64;   // rows (tokens) per block of the emulation's default tile
 inline constexpr int kGemmBN = 64;   // outputs per block
 inline constexpr int kGemmBK = 16;   // k per shared-memory tile
-inline constexpr int kGemmTM = 4;    // rows per thread
-inline constexpr int kGemmTN = 4;    // outputs per thread
-inline constexpr int kGemmThreads = (kGemmBM / kGemmTM) * (kGemmBN / kGemmTN);  // 256
+
+/// One GEMM kernel variant: block tile bm x bn, k-tile bk, tm x tn outputs per thread,
+/// (bm/tm)*(bn/tn) = 256 threads. The device launcher instantiates each (device/gemm.cu).
+struct GemmVariant {
+  const char* name;
+  int bm, bn, bk, tm, tn;
+};
+
+/// The variants, largest tile first. Index into this table = the launcher's variant id.
+inline constexpr GemmVariant kGemmVariants[] = {
+    {"128x128", 128, 128, 8, 8, 8},
+    {"128x64", 128, 64, 8, 8, 4},
+    {"64x128", 64, 128, 8, 4, 8},
+    {"64x64", 64, 64, 16, 4, 4},
+};
+inline constexpr int kGemmVariantCount = sizeof(kGemmVariants) / sizeof(kGemmVariants[0]);
 
 /// Rows of one forward chunk: a call of m tokens runs as ceil(m / kMaxRows) chunks. Only
 /// the scratch size depends on it, never the arithmetic (G8).

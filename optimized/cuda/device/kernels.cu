@@ -6,7 +6,6 @@
 
 #include "optimized/cuda/arith/attention.hpp"
 #include "optimized/cuda/arith/elementwise.hpp"
-#include "optimized/cuda/arith/gemm.hpp"
 #include "optimized/cuda/arith/rmsnorm.hpp"
 #include "optimized/cuda/device/kernels.cuh"
 
@@ -19,58 +18,6 @@ void check(cudaError_t e, const char* what) {
 namespace {
 
 unsigned blocks_for(size_t n, unsigned threads) { return static_cast<unsigned>((n + threads - 1) / threads); }
-
-// G2. Block: a kGemmBM x kGemmBN output tile; thread (ty, tx): rows ty*TM.., outputs tx*TN...
-// k advances in kGemmBK tiles; inside a tile kk < kb ascending: each accumulator sees
-// mac(acc, X[m, k], W[i, k]) for k = 0..n-1 in order, exactly dot_chain. Out-of-range rows
-// and outputs are computed on zeros and never stored; k beyond n is never visited.
-__global__ void __launch_bounds__(kGemmThreads) gemm_kernel(float* out, const float* X, const float* W, int M,
-                                                            int n, int d) {
-  // Rows padded by 4 floats: the k-major stores below hit 2-way instead of 16-way bank
-  // conflicts, and each thread's 4 values stay one aligned float4 load.
-  __shared__ __align__(16) float xs[kGemmBK][kGemmBM + 4];
-  __shared__ __align__(16) float ws[kGemmBK][kGemmBN + 4];
-  const int tid = threadIdx.x, tx = tid % (kGemmBN / kGemmTN), ty = tid / (kGemmBN / kGemmTN);
-  const int m0 = blockIdx.y * kGemmBM, i0 = blockIdx.x * kGemmBN;
-  float acc[kGemmTM][kGemmTN];
-#pragma unroll
-  for (int a = 0; a < kGemmTM; ++a)
-#pragma unroll
-    for (int b = 0; b < kGemmTN; ++b) acc[a][b] = 0.0f;
-  for (int k0 = 0; k0 < n; k0 += kGemmBK) {
-#pragma unroll
-    for (int e = tid; e < kGemmBM * kGemmBK; e += kGemmThreads) {
-      const int r = e / kGemmBK, kk = e % kGemmBK;
-      const bool in = k0 + kk < n;
-      xs[kk][r] = (in && m0 + r < M) ? X[static_cast<size_t>(m0 + r) * n + k0 + kk] : 0.0f;
-      ws[kk][r] = (in && i0 + r < d) ? W[static_cast<size_t>(i0 + r) * n + k0 + kk] : 0.0f;
-    }
-    __syncthreads();
-    const int kb = min(kGemmBK, n - k0);
-    for (int kk = 0; kk < kb; ++kk) {
-      const float4 av = *reinterpret_cast<const float4*>(&xs[kk][ty * kGemmTM]);
-      const float4 bv = *reinterpret_cast<const float4*>(&ws[kk][tx * kGemmTN]);
-      const float a[kGemmTM] = {av.x, av.y, av.z, av.w}, b[kGemmTN] = {bv.x, bv.y, bv.z, bv.w};
-#pragma unroll
-      for (int p = 0; p < kGemmTM; ++p)
-#pragma unroll
-        for (int q = 0; q < kGemmTN; ++q) acc[p][q] = mac(acc[p][q], a[p], b[q]);
-    }
-    __syncthreads();
-  }
-#pragma unroll
-  for (int p = 0; p < kGemmTM; ++p) {
-    const int m = m0 + ty * kGemmTM + p;
-    if (m >= M) continue;
-#pragma unroll
-    for (int q = 0; q < kGemmTN; ++q) {
-      const int i = i0 + tx * kGemmTN + q;
-      if (i < d) out[static_cast<size_t>(m) * d + i] = acc[p][q];
-    }
-  }
-}
-static_assert(kGemmBM == kGemmBN, "the tile loader above loads X and W rows with one index");
-static_assert(kGemmTM == 4 && kGemmTN == 4, "each thread reads its a and b as one float4");
 
 // G3. One warp per row: lane partials, the tree on lane 0 (the same tree_sum32 as the host).
 __global__ void rmsnorm_kernel(float* out, const float* x, const float* w, int n, float eps) {
@@ -154,12 +101,6 @@ __global__ void fill_kernel(float* p, size_t n, float value) {
 }
 
 }  // namespace
-
-void gemm(float* out, const float* X, const float* W, int M, int n, int d, cudaStream_t s) {
-  const dim3 grid((d + kGemmBN - 1) / kGemmBN, (M + kGemmBM - 1) / kGemmBM);
-  gemm_kernel<<<grid, kGemmThreads, 0, s>>>(out, X, W, M, n, d);
-  check(cudaGetLastError(), "gemm");
-}
 
 void rmsnorm_rows(float* out, const float* x, const float* w, int M, int n, float eps, cudaStream_t s) {
   rmsnorm_kernel<<<M, kLanes, 0, s>>>(out, x, w, n, eps);

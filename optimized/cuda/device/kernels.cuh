@@ -12,8 +12,17 @@ namespace akv::cuda::dev {
 /// Throws std::runtime_error naming `what` when `e` is not cudaSuccess.
 void check(cudaError_t e, const char* what);
 
-/// out (M, d) = X (M, n) @ W^T, W (d, n) row-major. G2: tiled, no split-K.
+/// out (M, d) = X (M, n) @ W^T, W (d, n) row-major. G2: tiled, no split-K; the variant is
+/// gemm_variant_for(M, d). Bits do not depend on the variant. (device/gemm.cu)
 void gemm(float* out, const float* X, const float* W, int M, int n, int d, cudaStream_t stream);
+
+/// The same product with variant `variant` (an index into kGemmVariants, arith/gemm.hpp),
+/// for the benchmark and the device tests. Throws std::runtime_error on a bad index.
+void gemm_variant(int variant, float* out, const float* X, const float* W, int M, int n, int d,
+                  cudaStream_t stream);
+
+/// The variant gemm() launches for M rows and d outputs on the current device: speed only.
+int gemm_variant_for(int M, int d);
 
 /// out (M, n) = RMSNorm of each row of x (M, n), weight w (n,). G3. out may alias x.
 void rmsnorm_rows(float* out, const float* x, const float* w, int M, int n, float eps, cudaStream_t stream);
