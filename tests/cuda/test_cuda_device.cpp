@@ -82,6 +82,19 @@ TEST(G10_DeviceEqualsEmu, GemmEveryVariantOddShapesAndUnalignedRows) {
       cuda::dev::gemm_variant(v, dout.get(), dx.get() + sh.x_offset, dw.get(), sh.M, sh.n, sh.d, nullptr);
       cuda::dev::check(cudaMemcpy(got.data(), dout.get(), got.size() * sizeof(float), cudaMemcpyDeviceToHost), "download");
       EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0) << cuda::kGemmVariants[v].name;
+      // The same product as the second of a batched launch beside a wider one (blocks past
+      // the narrower product's columns exit): each output unchanged.
+      const int d0 = sh.d + 37;
+      cuda::dev::Buffer<float> w0(static_cast<size_t>(d0) * sh.n + 1), out0(static_cast<size_t>(sh.M) * d0 + 1);
+      cuda::dev::fill(w0.get(), w0.size(), 0.75f, nullptr);
+      cuda::dev::fill(dout.get(), dout.size(), std::numeric_limits<float>::quiet_NaN(), nullptr);
+      cuda::dev::GemmBatch b;
+      b.count = 2;
+      b.W[0] = w0.get(), b.out[0] = out0.get(), b.d[0] = d0;
+      b.W[1] = dw.get(), b.out[1] = dout.get(), b.d[1] = sh.d;
+      cuda::dev::gemm_batch_variant(v, b, dx.get() + sh.x_offset, sh.M, sh.n, nullptr);
+      cuda::dev::check(cudaMemcpy(got.data(), dout.get(), got.size() * sizeof(float), cudaMemcpyDeviceToHost), "download");
+      EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0) << cuda::kGemmVariants[v].name << " batched";
     }
   }
 }

@@ -14,33 +14,54 @@ AKV_HD inline float attn_scale(int head_dim) { return 1.0f / sqrtf(static_cast<f
 /// max as the reference takes it (A3): b when a < b, else a.
 AKV_HD inline float fmax_ref(float a, float b) { return a < b ? b : a; }
 
+/// Score of one key (G5): dot_chain(q, k_j) * scale. q, k: (head_dim,), unit stride.
+AKV_HD inline float attn_score(const float* q, const float* k, int head_dim, float scale) {
+  return dot_chain(q, k, head_dim) * scale;
+}
+
+/// The split's max score, left to right from s[0]: s (n,), n >= 1.
+AKV_HD inline float attn_split_max(const float* s, int n) {
+  float mx = s[0];
+  for (int j = 1; j < n; ++j) mx = fmax_ref(mx, s[j]);
+  return mx;
+}
+
+/// One softmax weight of a split: exp(s_j - m), with the one exp (A4).
+AKV_HD inline float attn_weight(float s, float m) { return akv::exp(s - m); }
+
+/// The split's sum of weights, left to right from +0: e (n,).
+AKV_HD inline float attn_split_sum(const float* e, int n) {
+  float sum = 0.0f;
+  for (int j = 0; j < n; ++j) sum = sum + e[j];
+  return sum;
+}
+
+/// One output element of a split: sum_j e_j * v_j, the fma chain j ascending from +0.
+/// e (n,); v: element j at v[j * stride].
+AKV_HD inline float attn_split_value(const float* e, const float* v, long stride, int n) {
+  float acc = 0.0f;
+  for (int j = 0; j < n; ++j) acc = mac(acc, e[j], v[j * stride]);
+  return acc;
+}
+
 /// One split's partial for query q (head_dim,) over keys [begin, end) (1 <= end - begin <=
 /// kKvSplit). k, v: one KV head's cache rows, row j at j*stride. Writes m (the max score),
 /// l (sum of exp(score - m)) and o (head_dim,) = sum_j exp(s_j - m) * v_j.
 /// Order: s_j = dot_chain(q, k_j) * scale, j ascending; m left to right; l = l + e_j and
-/// o[d] = fma(e_j, v_j[d], o[d]), j ascending, from +0.
+/// o[d] = fma(e_j, v_j[d], o[d]), j ascending, from +0. This is the sequence of every value
+/// of a partial, however a kernel spreads the values over threads (the emulation runs it as
+/// written; the device kernel computes the same values from shared-memory copies).
 AKV_HD inline void attn_split_partial(const float* q, const float* k, const float* v, int stride,
                                       int head_dim, float scale, int begin, int end, float* m,
                                       float* l, float* o) {
-  float s[kKvSplit];
+  float s[kKvSplit] = {};  // s[j], j < n, written before read (the init only quiets a warning)
   const int n = end - begin;
-  float mx = s[0] = dot_chain(q, k + static_cast<long>(begin) * stride, head_dim) * scale;
-  for (int j = 1; j < n; ++j) {
-    s[j] = dot_chain(q, k + static_cast<long>(begin + j) * stride, head_dim) * scale;
-    mx = fmax_ref(mx, s[j]);
-  }
-  float sum = 0.0f;
-  for (int j = 0; j < n; ++j) {
-    s[j] = akv::exp(s[j] - mx);
-    sum = sum + s[j];
-  }
-  for (int d = 0; d < head_dim; ++d) {
-    float acc = 0.0f;
-    for (int j = 0; j < n; ++j) acc = mac(acc, s[j], v[static_cast<long>(begin + j) * stride + d]);
-    o[d] = acc;
-  }
+  for (int j = 0; j < n; ++j) s[j] = attn_score(q, k + static_cast<long>(begin + j) * stride, head_dim, scale);
+  const float mx = attn_split_max(s, n);
+  for (int j = 0; j < n; ++j) s[j] = attn_weight(s[j], mx);
+  *l = attn_split_sum(s, n);
+  for (int d = 0; d < head_dim; ++d) o[d] = attn_split_value(s, v + static_cast<long>(begin) * stride + d, stride, n);
   *m = mx;
-  *l = sum;
 }
 
 /// The merge weights of `n` partials (m, l: (n,)): M = max m_c left to right;

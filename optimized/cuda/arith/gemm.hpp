@@ -15,7 +15,7 @@ inline constexpr int kGemmBN = 64;   // outputs per block
 inline constexpr int kGemmBK = 16;   // k per shared-memory tile
 
 /// One GEMM kernel variant: block tile bm x bn, k-tile bk, tm x tn outputs per thread,
-/// (bm/tm)*(bn/tn) = 256 threads. The device launcher instantiates each (device/gemm.cu).
+/// (bm/tm)*(bn/tn) threads. The device launcher instantiates each (device/gemm.cu).
 struct GemmVariant {
   const char* name;
   int bm, bn, bk, tm, tn;
@@ -23,10 +23,17 @@ struct GemmVariant {
 
 /// The variants, largest tile first. Index into this table = the launcher's variant id.
 inline constexpr GemmVariant kGemmVariants[] = {
-    {"128x128", 128, 128, 8, 8, 8},
-    {"128x64", 128, 64, 8, 8, 4},
-    {"64x128", 64, 128, 8, 4, 8},
-    {"64x64", 64, 64, 16, 4, 4},
+    {"128x128/8x8/16", 128, 128, 16, 8, 8},
+    {"128x128/8x4/16", 128, 128, 16, 8, 4},
+    {"128x96/8x8/16", 128, 96, 16, 8, 8},
+    {"96x128/8x8/16", 96, 128, 16, 8, 8},
+    {"96x128/8x4/16", 96, 128, 16, 8, 4},
+    {"128x64/8x8/16", 128, 64, 16, 8, 8},
+    {"128x64/4x4/16", 128, 64, 16, 4, 4},
+    {"64x64/4x4/16", 64, 64, 16, 4, 4},
+    {"64x64/4x4/32", 64, 64, 32, 4, 4},
+    {"64x32/4x4/16", 64, 32, 16, 4, 4},
+    {"32x32/4x4/32", 32, 32, 32, 4, 4},
 };
 inline constexpr int kGemmVariantCount = sizeof(kGemmVariants) / sizeof(kGemmVariants[0]);
 

@@ -3,6 +3,7 @@
 #include "optimized/cuda/device/cuda_backend.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <limits>
 
 #include "optimized/cuda/arith/attention.hpp"
@@ -30,6 +31,9 @@ struct DevLayer {
   Buffer<float> attn_norm, wq, wk, wv, wo, ffn_norm, w1, w2, w3;
   Buffer<float> k, v;  // the cache mirror: (max_ctx, kv_dim) each
 };
+
+// Chunks of up to this many rows download through the pinned staging area (speed only).
+constexpr int kStagedRows = 64;
 
 class CudaBackend final : public Backend {
  public:
@@ -124,9 +128,12 @@ class CudaBackend final : public Backend {
     for (int l = 0; l < c.n_layers; ++l) {
       DevLayer& w = layers_[l];
       dv::rmsnorm_rows(xb_.get(), x_.get(), w.attn_norm.get(), M, d, c.rms_eps, s);
-      dv::gemm(q_.get(), xb_.get(), w.wq.get(), M, d, qd, s);
-      dv::gemm(k_.get(), xb_.get(), w.wk.get(), M, d, kvd, s);
-      dv::gemm(v_.get(), xb_.get(), w.wv.get(), M, d, kvd, s);
+      dv::GemmBatch qkv;  // one launch, the same bits as three (G2)
+      qkv.count = 3;
+      qkv.W[0] = w.wq.get(), qkv.out[0] = q_.get(), qkv.d[0] = qd;
+      qkv.W[1] = w.wk.get(), qkv.out[1] = k_.get(), qkv.d[1] = kvd;
+      qkv.W[2] = w.wv.get(), qkv.out[2] = v_.get(), qkv.d[2] = kvd;
+      dv::gemm_batch(qkv, xb_.get(), M, d, s);
       dv::rope_rows(q_.get(), M, c.n_heads, c.head_dim, pos0, cos_.get(), sin_.get(), s);
       dv::rope_rows(k_.get(), M, c.n_kv_heads, c.head_dim, pos0, cos_.get(), sin_.get(), s);
       const size_t row0 = static_cast<size_t>(pos0) * kvd, bytes = static_cast<size_t>(M) * kvd * sizeof(float);
@@ -137,23 +144,51 @@ class CudaBackend final : public Backend {
       dv::gemm(xb_.get(), xb2_.get(), w.wo.get(), M, qd, d, s);
       dv::add(x_.get(), xb_.get(), static_cast<size_t>(M) * d, s);
       dv::rmsnorm_rows(xb_.get(), x_.get(), w.ffn_norm.get(), M, d, c.rms_eps, s);
-      dv::gemm(hb_.get(), xb_.get(), w.w1.get(), M, d, c.ffn, s);
-      dv::gemm(hb2_.get(), xb_.get(), w.w3.get(), M, d, c.ffn, s);
+      dv::GemmBatch gate_up;
+      gate_up.count = 2;
+      gate_up.W[0] = w.w1.get(), gate_up.out[0] = hb_.get(), gate_up.d[0] = c.ffn;
+      gate_up.W[1] = w.w3.get(), gate_up.out[1] = hb2_.get(), gate_up.d[1] = c.ffn;
+      dv::gemm_batch(gate_up, xb_.get(), M, d, s);
       dv::swiglu(hb_.get(), hb2_.get(), static_cast<size_t>(M) * c.ffn, s);
       dv::gemm(xb_.get(), hb_.get(), w.w2.get(), M, c.ffn, d, s);
       dv::add(x_.get(), xb_.get(), static_cast<size_t>(M) * d, s);
     }
     dv::rmsnorm_rows(xb_.get(), x_.get(), final_norm_.get(), M, d, c.rms_eps, s);
     dv::gemm(logits_.get(), xb_.get(), wcls_.get(), M, d, c.vocab, s);
-    // The host cache is the source of truth: copy the new rows and the logits back.
-    cache.grow(M);
-    for (int l = 0; l < c.n_layers; ++l) {
-      const size_t row0 = static_cast<size_t>(pos0) * kvd, bytes = static_cast<size_t>(M) * kvd * sizeof(float);
-      check(cudaMemcpy(cache.k(l) + row0, layers_[l].k.get() + row0, bytes, cudaMemcpyDeviceToHost), "download K");
-      check(cudaMemcpy(cache.v(l) + row0, layers_[l].v.get() + row0, bytes, cudaMemcpyDeviceToHost), "download V");
+    // The host cache is the source of truth: copy the new rows and the logits back. A small
+    // chunk (decode) goes through one pinned staging area, so its copies queue behind the
+    // kernels and the host waits once; a large one is copied straight into the cache, which
+    // spares a host-side copy of megabytes (both measured: docs/cuda.md).
+    const size_t rows = static_cast<size_t>(M) * kvd, nlog = static_cast<size_t>(M) * c.vocab;
+    const size_t row0 = static_cast<size_t>(pos0) * kvd;
+    if (M <= kStagedRows) {
+      float* stage = staging_.at_least(2 * rows * c.n_layers + nlog);
+      for (int l = 0; l < c.n_layers; ++l) {
+        check(cudaMemcpyAsync(stage + (2 * l) * rows, layers_[l].k.get() + row0, rows * sizeof(float),
+                              cudaMemcpyDeviceToHost, s), "download K");
+        check(cudaMemcpyAsync(stage + (2 * l + 1) * rows, layers_[l].v.get() + row0, rows * sizeof(float),
+                              cudaMemcpyDeviceToHost, s), "download V");
+      }
+      check(cudaMemcpyAsync(stage + 2 * rows * c.n_layers, logits_.get(), nlog * sizeof(float),
+                            cudaMemcpyDeviceToHost, s), "download logits");
+      check(cudaStreamSynchronize(s), "forward");
+      cache.grow(M);
+      for (int l = 0; l < c.n_layers; ++l) {
+        std::memcpy(cache.k(l) + row0, stage + (2 * l) * rows, rows * sizeof(float));
+        std::memcpy(cache.v(l) + row0, stage + (2 * l + 1) * rows, rows * sizeof(float));
+      }
+      std::memcpy(logits, stage + 2 * rows * c.n_layers, nlog * sizeof(float));
+    } else {
+      check(cudaStreamSynchronize(s), "forward");  // errors surface before the cache grows
+      cache.grow(M);
+      for (int l = 0; l < c.n_layers; ++l) {
+        check(cudaMemcpy(cache.k(l) + row0, layers_[l].k.get() + row0, rows * sizeof(float), cudaMemcpyDeviceToHost),
+              "download K");
+        check(cudaMemcpy(cache.v(l) + row0, layers_[l].v.get() + row0, rows * sizeof(float), cudaMemcpyDeviceToHost),
+              "download V");
+      }
+      check(cudaMemcpy(logits, logits_.get(), nlog * sizeof(float), cudaMemcpyDeviceToHost), "download logits");
     }
-    check(cudaMemcpy(logits, logits_.get(), static_cast<size_t>(M) * c.vocab * sizeof(float), cudaMemcpyDeviceToHost),
-          "download logits");
     mirror_n_ = cache.size();  // rows [0, pos0 + M) now match the host
     mirror_written_ = cache.entries_written();
   }
@@ -166,6 +201,7 @@ class CudaBackend final : public Backend {
   Buffer<float> x_, xb_, xb2_, q_, k_, v_, hb_, hb2_, logits_;  // (kMaxRows, width) each
   Buffer<float> pm_, pl_, po_;                                  // attention partials
   Buffer<int> tokens_;
+  cuda::dev::PinnedFloats staging_;  // the downloads of one chunk
   int max_splits_ = 0;
   const KVCache* mirror_of_ = nullptr;
   size_t mirror_n_ = 0;

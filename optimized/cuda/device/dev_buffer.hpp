@@ -40,4 +40,30 @@ class Buffer {
   size_t n_ = 0;
 };
 
+/// An owning page-locked host allocation (cudaMallocHost/cudaFreeHost) of at least n floats,
+/// grown on demand: the staging area that lets device-to-host copies run asynchronously.
+class PinnedFloats {
+ public:
+  PinnedFloats() = default;
+  PinnedFloats(const PinnedFloats&) = delete;
+  PinnedFloats& operator=(const PinnedFloats&) = delete;
+  ~PinnedFloats() {
+    if (p_) cudaFreeHost(p_);
+  }
+  /// The buffer, holding at least n floats (contents unspecified after a growth).
+  float* at_least(size_t n) {
+    if (n > n_) {
+      if (p_) cudaFreeHost(p_);
+      p_ = nullptr, n_ = 0;
+      check(cudaMallocHost(reinterpret_cast<void**>(&p_), n * sizeof(float)), "cudaMallocHost");
+      n_ = n;
+    }
+    return p_;
+  }
+
+ private:
+  float* p_ = nullptr;
+  size_t n_ = 0;
+};
+
 }  // namespace akv::cuda::dev

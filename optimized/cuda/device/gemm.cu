@@ -6,6 +6,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <map>
+#include <mutex>
+#include <array>
 
 #include "optimized/cuda/arith/gemm.hpp"
 #include "optimized/cuda/device/kernels.cuh"
@@ -13,8 +16,6 @@
 namespace akv::cuda::dev {
 
 namespace {
-
-constexpr int kGemmThreads = 256;
 
 // Four consecutive k of one row of A (rows x n), zero where the row or k is out of range.
 // kVec: n % 4 == 0 and A 16-byte aligned, so k < n implies k + 3 < n and one float4 load.
@@ -41,18 +42,30 @@ __device__ __forceinline__ float4 fetch4(const float* __restrict__ A, int row, i
 // current one is multiplied. Inside a tile kk < kb ascending: each accumulator sees
 // mac(acc, X[m, k], W[i, k]) for k = 0 .. n-1 in order, exactly dot_chain. Rows and outputs
 // past the edge are computed on zeros and never stored; k >= n is never multiplied.
+template <int BM, int BN, int TM, int TN>
+__host__ __device__ constexpr int gemm_threads() { return (BM / TM) * (BN / TN); }
+
+template <int BM, int BN, int BK>
+constexpr size_t gemm_smem_bytes() { return sizeof(float) * 2 * BK * ((BM + 4) + (BN + 4)); }
+
 template <int BM, int BN, int BK, int TM, int TN, bool kVec>
-__global__ void __launch_bounds__(kGemmThreads)
-    gemm_kernel(float* __restrict__ out, const float* __restrict__ X, const float* __restrict__ W, int M, int n,
-                int d) {
-  static_assert((BM / TM) * (BN / TN) == kGemmThreads, "256 threads per block");
+__global__ void __launch_bounds__(gemm_threads<BM, BN, TM, TN>())
+    gemm_kernel(GemmBatch batch, const float* __restrict__ X, int M, int n) {
+  // blockIdx.z: which product of the batch; column tiles past its d exit at once.
+  const int z = blockIdx.z;
+  const float* __restrict__ W = z == 0 ? batch.W[0] : (z == 1 ? batch.W[1] : batch.W[2]);
+  float* __restrict__ out = z == 0 ? batch.out[0] : (z == 1 ? batch.out[1] : batch.out[2]);
+  const int d = z == 0 ? batch.d[0] : (z == 1 ? batch.d[1] : batch.d[2]);
+  if (static_cast<int>(blockIdx.x) * BN >= d) return;
+  constexpr int kGemmThreads = gemm_threads<BM, BN, TM, TN>();
   static_assert(TM % 4 == 0 && TN % 4 == 0 && BK % 4 == 0, "float4 fragments");
   constexpr int KQ = BK / 4;                                  // float4s per row of a k-tile
   constexpr int NA = (BM * KQ + kGemmThreads - 1) / kGemmThreads;  // staged float4s per thread
   constexpr int NB = (BN * KQ + kGemmThreads - 1) / kGemmThreads;
   constexpr int RG = TM / 4, CG = TN / 4;
-  __shared__ __align__(16) float xs[2][BK][BM + 4];
-  __shared__ __align__(16) float ws[2][BK][BN + 4];
+  extern __shared__ float4 gemm_smem[];  // gemm_smem_bytes: two X tiles, then two W tiles
+  float(*xs)[BK][BM + 4] = reinterpret_cast<float(*)[BK][BM + 4]>(gemm_smem);
+  float(*ws)[BK][BN + 4] = reinterpret_cast<float(*)[BK][BN + 4]>(reinterpret_cast<float*>(gemm_smem) + 2 * BK * (BM + 4));
   const int tid = threadIdx.x, tx = tid % (BN / TN), ty = tid / (BN / TN);
   const int m0 = blockIdx.y * BM, i0 = blockIdx.x * BN;
 
@@ -100,28 +113,33 @@ __global__ void __launch_bounds__(kGemmThreads)
     store(0);
     __syncthreads();
   }
+  // kk < kb ascending; kb < BK only in the last tile, which takes the checked loop so that
+  // the full tiles' loop has no branch between its shared-memory loads and its fmas.
+  auto multiply = [&](int buf, int kk) {
+    float a[TM], b[TN];
+#pragma unroll
+    for (int g = 0; g < RG; ++g) {
+      const float4 v = *reinterpret_cast<const float4*>(&xs[buf][kk][g * (BM / RG) + ty * 4]);
+      a[4 * g] = v.x, a[4 * g + 1] = v.y, a[4 * g + 2] = v.z, a[4 * g + 3] = v.w;
+    }
+#pragma unroll
+    for (int g = 0; g < CG; ++g) {
+      const float4 v = *reinterpret_cast<const float4*>(&ws[buf][kk][g * (BN / CG) + tx * 4]);
+      b[4 * g] = v.x, b[4 * g + 1] = v.y, b[4 * g + 2] = v.z, b[4 * g + 3] = v.w;
+    }
+#pragma unroll
+    for (int p = 0; p < TM; ++p)
+#pragma unroll
+      for (int q = 0; q < TN; ++q) acc[p][q] = mac(acc[p][q], a[p], b[q]);
+  };
   for (int t = 0; t < tiles; ++t) {
     const int buf = t & 1, kb = min(BK, n - t * BK);
     if (t + 1 < tiles) load((t + 1) * BK);
+    if (kb == BK) {
 #pragma unroll
-    for (int kk = 0; kk < BK; ++kk) {
-      if (kk < kb) {  // kb < BK only in the last tile
-        float a[TM], b[TN];
-#pragma unroll
-        for (int g = 0; g < RG; ++g) {
-          const float4 v = *reinterpret_cast<const float4*>(&xs[buf][kk][g * (BM / RG) + ty * 4]);
-          a[4 * g] = v.x, a[4 * g + 1] = v.y, a[4 * g + 2] = v.z, a[4 * g + 3] = v.w;
-        }
-#pragma unroll
-        for (int g = 0; g < CG; ++g) {
-          const float4 v = *reinterpret_cast<const float4*>(&ws[buf][kk][g * (BN / CG) + tx * 4]);
-          b[4 * g] = v.x, b[4 * g + 1] = v.y, b[4 * g + 2] = v.z, b[4 * g + 3] = v.w;
-        }
-#pragma unroll
-        for (int p = 0; p < TM; ++p)
-#pragma unroll
-          for (int q = 0; q < TN; ++q) acc[p][q] = mac(acc[p][q], a[p], b[q]);
-      }
+      for (int kk = 0; kk < BK; ++kk) multiply(buf, kk);
+    } else {
+      for (int kk = 0; kk < kb; ++kk) multiply(buf, kk);
     }
     if (t + 1 < tiles) store(buf ^ 1);
     __syncthreads();  // the next tile is in place; nobody still reads this one
@@ -147,55 +165,105 @@ __global__ void __launch_bounds__(kGemmThreads)
 }
 
 template <int BM, int BN, int BK, int TM, int TN>
-void launch(bool vec, float* out, const float* X, const float* W, int M, int n, int d, cudaStream_t s) {
-  const dim3 grid((d + BN - 1) / BN, (M + BM - 1) / BM);
-  if (vec)
-    gemm_kernel<BM, BN, BK, TM, TN, true><<<grid, kGemmThreads, 0, s>>>(out, X, W, M, n, d);
-  else
-    gemm_kernel<BM, BN, BK, TM, TN, false><<<grid, kGemmThreads, 0, s>>>(out, X, W, M, n, d);
+void launch(bool vec, const GemmBatch& b, const float* X, int M, int n, cudaStream_t s) {
+  int dmax = 0;
+  for (int i = 0; i < b.count; ++i) dmax = std::max(dmax, b.d[i]);
+  const dim3 grid((dmax + BN - 1) / BN, (M + BM - 1) / BM, b.count);
+  constexpr int threads = gemm_threads<BM, BN, TM, TN>();
+  constexpr size_t smem = gemm_smem_bytes<BM, BN, BK>();
+  auto kernel = vec ? gemm_kernel<BM, BN, BK, TM, TN, true> : gemm_kernel<BM, BN, BK, TM, TN, false>;
+  if constexpr (smem > 48 * 1024) {  // past the default: opt in once per kernel
+    static const bool opted = [] {
+      for (auto k : {gemm_kernel<BM, BN, BK, TM, TN, true>, gemm_kernel<BM, BN, BK, TM, TN, false>})
+        check(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)),
+              "gemm shared memory");
+      return true;
+    }();
+    (void)opted;
+  }
+  kernel<<<grid, threads, smem, s>>>(b, X, M, n);
 }
 
 bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
-int sm_count() {
-  static const int n = [] {
-    int dev = 0, v = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
-      return 1;
-    return std::max(v, 1);
-  }();
-  return n;
-}
-
 }  // namespace
 
-int gemm_variant_for(int M, int d) {
-  // Speed only (every variant gives the same bits): the largest tile that still fills the
-  // GPU with one block per multiprocessor, else the smallest.
-  for (int v = 0; v < kGemmVariantCount; ++v) {
-    const GemmVariant& g = kGemmVariants[v];
-    const long blocks = static_cast<long>((M + g.bm - 1) / g.bm) * ((d + g.bn - 1) / g.bn);
-    if (blocks >= sm_count()) return v;
+void gemm_batch_variant(int variant, const GemmBatch& b, const float* X, int M, int n, cudaStream_t s) {
+  if (b.count < 1 || b.count > kGemmBatchMax) check(cudaErrorInvalidValue, "gemm batch size");
+  bool vec = n % 4 == 0 && aligned16(X);
+  int dmax = 0;
+  for (int i = 0; i < b.count; ++i) {
+    vec = vec && aligned16(b.W[i]) && aligned16(b.out[i]);
+    dmax = std::max(dmax, b.d[i]);
   }
-  return kGemmVariantCount - 1;
-}
-
-void gemm_variant(int variant, float* out, const float* X, const float* W, int M, int n, int d, cudaStream_t s) {
-  if (M <= 0 || d <= 0) return;
-  const bool vec = n % 4 == 0 && aligned16(X) && aligned16(W) && aligned16(out);
+  if (M <= 0 || dmax <= 0) return;
   switch (variant) {
-    case 0: launch<128, 128, 8, 8, 8>(vec, out, X, W, M, n, d, s); break;
-    case 1: launch<128, 64, 8, 8, 4>(vec, out, X, W, M, n, d, s); break;
-    case 2: launch<64, 128, 8, 4, 8>(vec, out, X, W, M, n, d, s); break;
-    case 3: launch<64, 64, 16, 4, 4>(vec, out, X, W, M, n, d, s); break;
+    case 0: launch<128, 128, 16, 8, 8>(vec, b, X, M, n, s); break;
+    case 1: launch<128, 128, 16, 8, 4>(vec, b, X, M, n, s); break;
+    case 2: launch<128, 96, 16, 8, 8>(vec, b, X, M, n, s); break;
+    case 3: launch<96, 128, 16, 8, 8>(vec, b, X, M, n, s); break;
+    case 4: launch<96, 128, 16, 8, 4>(vec, b, X, M, n, s); break;
+    case 5: launch<128, 64, 16, 8, 8>(vec, b, X, M, n, s); break;
+    case 6: launch<128, 64, 16, 4, 4>(vec, b, X, M, n, s); break;
+    case 7: launch<64, 64, 16, 4, 4>(vec, b, X, M, n, s); break;
+    case 8: launch<64, 64, 32, 4, 4>(vec, b, X, M, n, s); break;
+    case 9: launch<64, 32, 16, 4, 4>(vec, b, X, M, n, s); break;
+    case 10: launch<32, 32, 32, 4, 4>(vec, b, X, M, n, s); break;
     default: check(cudaErrorInvalidValue, "gemm variant");
   }
   check(cudaGetLastError(), "gemm");
 }
-static_assert(kGemmVariantCount == 4, "gemm_variant's switch instantiates every variant of arith/gemm.hpp");
+static_assert(kGemmVariantCount == 11, "gemm_batch_variant's switch instantiates every variant of arith/gemm.hpp");
+
+int gemm_variant_for(const GemmBatch& b, const float* X, int M, int n, cudaStream_t s) {
+  // Speed only: every variant gives the same bits (G2), so the fastest one is measured once
+  // per (M rounded up to a power of two, n, the d's) on this device, as autotuners do, and kept.
+  int mb = 1;
+  while (mb < M) mb *= 2;
+  int dev = 0;
+  check(cudaGetDevice(&dev), "cudaGetDevice");
+  const std::array<int, 6> key{dev, mb, n, b.d[0], b.count > 1 ? b.d[1] : 0, b.count > 2 ? b.d[2] : 0};
+  static std::mutex mu;
+  static std::map<std::array<int, 6>, int> picks;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (const auto it = picks.find(key); it != picks.end()) return it->second;
+  }
+  cudaEvent_t a, e;
+  check(cudaEventCreate(&a), "event");
+  check(cudaEventCreate(&e), "event");
+  int best = 0;
+  float best_ms = 0.0f;
+  for (int v = 0; v < kGemmVariantCount; ++v) {
+    gemm_batch_variant(v, b, X, M, n, s);  // warm-up; every run writes the same bits
+    check(cudaEventRecord(a, s), "record");
+    gemm_batch_variant(v, b, X, M, n, s);
+    check(cudaEventRecord(e, s), "record");
+    check(cudaEventSynchronize(e), "sync");
+    float ms = 0.0f;
+    check(cudaEventElapsedTime(&ms, a, e), "elapsed");
+    if (v == 0 || ms < best_ms) best = v, best_ms = ms;
+  }
+  cudaEventDestroy(a);
+  cudaEventDestroy(e);
+  std::lock_guard<std::mutex> lock(mu);
+  picks.emplace(key, best);
+  return best;
+}
+
+void gemm_batch(const GemmBatch& b, const float* X, int M, int n, cudaStream_t s) {
+  if (M <= 0) return;
+  gemm_batch_variant(gemm_variant_for(b, X, M, n, s), b, X, M, n, s);
+}
+
+static GemmBatch gemm_one(float* out, const float* W, int d) { return GemmBatch{1, {W, nullptr, nullptr}, {out, nullptr, nullptr}, {d, 0, 0}}; }
 
 void gemm(float* out, const float* X, const float* W, int M, int n, int d, cudaStream_t s) {
-  gemm_variant(gemm_variant_for(M, d), out, X, W, M, n, d, s);
+  gemm_batch(gemm_one(out, W, d), X, M, n, s);
+}
+
+void gemm_variant(int variant, float* out, const float* X, const float* W, int M, int n, int d, cudaStream_t s) {
+  gemm_batch_variant(variant, gemm_one(out, W, d), X, M, n, s);
 }
 
 }  // namespace akv::cuda::dev

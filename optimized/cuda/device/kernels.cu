@@ -4,7 +4,6 @@
 #include <stdexcept>
 #include <string>
 
-#include "optimized/cuda/arith/attention.hpp"
 #include "optimized/cuda/arith/elementwise.hpp"
 #include "optimized/cuda/arith/rmsnorm.hpp"
 #include "optimized/cuda/device/kernels.cuh"
@@ -47,38 +46,6 @@ __global__ void rope_kernel(float* x, int M, int n_heads, int head_dim, int pos0
   rope_pair(v[i], v[i + half], cos[t], sin[t], &v[i], &v[i + half]);
 }
 
-// G5, step 1. One thread per (row, head, split); splits past the row's position exit.
-__global__ void attn_partial_kernel(const float* q, const float* k, const float* v, int M, int pos0, int n_heads,
-                                    int n_kv_heads, int head_dim, int max_splits, float* pm, float* pl, float* po) {
-  const size_t idx = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (idx >= static_cast<size_t>(M) * n_heads * max_splits) return;
-  const int c = static_cast<int>(idx % max_splits);
-  const int h = static_cast<int>((idx / max_splits) % n_heads);
-  const int r = static_cast<int>(idx / (static_cast<size_t>(max_splits) * n_heads));
-  const int n_keys = pos0 + r + 1;
-  if (c >= n_splits(n_keys)) return;
-  const int kvd = n_kv_heads * head_dim;
-  const size_t kv_off = static_cast<size_t>(h / (n_heads / n_kv_heads)) * head_dim;
-  attn_split_partial(q + (static_cast<size_t>(r) * n_heads + h) * head_dim, k + kv_off, v + kv_off, kvd, head_dim,
-                     attn_scale(head_dim), c * kKvSplit, min((c + 1) * kKvSplit, n_keys), &pm[idx], &pl[idx],
-                     &po[idx * head_dim]);
-}
-
-// G5, step 2. One block per (row, head): weights on thread 0 in split order, then one
-// output element per thread.
-__global__ void attn_merge_kernel(float* out, int pos0, int n_heads, int head_dim, int max_splits,
-                                  const float* pm, const float* pl, const float* po) {
-  extern __shared__ float alpha[];  // (max_splits,)
-  __shared__ float L;
-  const int rh = blockIdx.x, r = rh / n_heads;
-  const int ns = n_splits(pos0 + r + 1);
-  const size_t slot = static_cast<size_t>(rh) * max_splits;
-  if (threadIdx.x == 0) L = attn_merge_weights(pm + slot, pl + slot, ns, alpha);
-  __syncthreads();
-  for (int d = threadIdx.x; d < head_dim; d += blockDim.x)
-    out[static_cast<size_t>(rh) * head_dim + d] = attn_merge_out(po + slot * head_dim, alpha, ns, head_dim, d, L);
-}
-
 __global__ void embed_kernel(float* x, const int* tokens, const float* emb, int M, int d) {
   const size_t idx = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (idx >= static_cast<size_t>(M) * d) return;
@@ -112,17 +79,6 @@ void rope_rows(float* x, int M, int n_heads, int head_dim, int pos0, const float
   const size_t n = static_cast<size_t>(M) * n_heads * (head_dim / 2);
   rope_kernel<<<blocks_for(n, 256), 256, 0, s>>>(x, M, n_heads, head_dim, pos0, cos, sin);
   check(cudaGetLastError(), "rope");
-}
-
-void attention_rows(float* out, const float* q, const float* k, const float* v, int M, int pos0, int n_heads,
-                    int n_kv_heads, int head_dim, int max_splits, float* pm, float* pl, float* po, cudaStream_t s) {
-  const size_t n = static_cast<size_t>(M) * n_heads * max_splits;
-  attn_partial_kernel<<<blocks_for(n, 128), 128, 0, s>>>(q, k, v, M, pos0, n_heads, n_kv_heads, head_dim,
-                                                         max_splits, pm, pl, po);
-  check(cudaGetLastError(), "attention partial");
-  attn_merge_kernel<<<M * n_heads, kLanes, max_splits * sizeof(float), s>>>(out, pos0, n_heads, head_dim,
-                                                                             max_splits, pm, pl, po);
-  check(cudaGetLastError(), "attention merge");
 }
 
 void embed(float* x, const int* tokens, const float* emb, int M, int d, cudaStream_t s) {

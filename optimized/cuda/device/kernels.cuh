@@ -13,16 +13,36 @@ namespace akv::cuda::dev {
 void check(cudaError_t e, const char* what);
 
 /// out (M, d) = X (M, n) @ W^T, W (d, n) row-major. G2: tiled, no split-K; the variant is
-/// gemm_variant_for(M, d). Bits do not depend on the variant. (device/gemm.cu)
+/// gemm_variant_for's. Bits do not depend on the variant. (device/gemm.cu)
 void gemm(float* out, const float* X, const float* W, int M, int n, int d, cudaStream_t stream);
+
+/// Up to kGemmBatchMax products that share X, run as one launch (G2, each output unchanged):
+/// out[i] (M, d[i]) = X (M, n) @ W[i]^T, W[i] (d[i], n) row-major, i < count.
+inline constexpr int kGemmBatchMax = 3;
+struct GemmBatch {
+  int count = 0;
+  const float* W[kGemmBatchMax] = {};
+  float* out[kGemmBatchMax] = {};
+  int d[kGemmBatchMax] = {};
+};
+
+/// Every product of the batch, with gemm_variant_for's variant. Throws std::runtime_error when
+/// count is outside 1..kGemmBatchMax. (device/gemm.cu)
+void gemm_batch(const GemmBatch& batch, const float* X, int M, int n, cudaStream_t stream);
+
+/// The batch with variant `variant` (an index into kGemmVariants). Throws on a bad index.
+void gemm_batch_variant(int variant, const GemmBatch& batch, const float* X, int M, int n, cudaStream_t stream);
 
 /// The same product with variant `variant` (an index into kGemmVariants, arith/gemm.hpp),
 /// for the benchmark and the device tests. Throws std::runtime_error on a bad index.
 void gemm_variant(int variant, float* out, const float* X, const float* W, int M, int n, int d,
                   cudaStream_t stream);
 
-/// The variant gemm() launches for M rows and d outputs on the current device: speed only.
-int gemm_variant_for(int M, int d);
+/// The variant gemm() and gemm_batch() launch for this batch on the current device: the
+/// fastest, timed once per (M rounded up to a power of two, n, the d's) by running each
+/// variant on these operands (whose outputs it therefore writes with the product) and kept.
+/// Speed only (G2).
+int gemm_variant_for(const GemmBatch& batch, const float* X, int M, int n, cudaStream_t stream);
 
 /// out (M, n) = RMSNorm of each row of x (M, n), weight w (n,). G3. out may alias x.
 void rmsnorm_rows(float* out, const float* x, const float* w, int M, int n, float eps, cudaStream_t stream);
