@@ -166,8 +166,12 @@ void attention_rows(float* out, const float* q, const float* k, const float* v, 
   attn_partial_kernel<<<grid, kAttnThreads, smem, s>>>(q, k, v, M, pos0, n_heads, n_kv_heads, head_dim, max_splits, qt,
                                                        pm, pl, po);
   check(cudaGetLastError(), "attention partial");
-  attn_merge_kernel<<<M * n_heads, kLanes, max_splits * sizeof(float), s>>>(out, pos0, n_heads, head_dim, max_splits,
-                                                                             pm, pl, po);
+  // alpha: max_splits floats, rounded up to whole float4s plus one more. compute-sanitizer's
+  // memcheck (H200, 2026-11-30) flagged 12-byte shared reads at the start of alpha with the
+  // exact size. The bits were right (G10), which points to a vector read whose extra lanes go
+  // unused. The slack keeps every such read inside the allocation (docs/cuda.md).
+  const size_t alpha_bytes = (static_cast<size_t>(max_splits + 3) / 4 + 1) * 4 * sizeof(float);
+  attn_merge_kernel<<<M * n_heads, kLanes, alpha_bytes, s>>>(out, pos0, n_heads, head_dim, max_splits, pm, pl, po);
   check(cudaGetLastError(), "attention merge");
 }
 
