@@ -77,24 +77,46 @@ TEST(G10_DeviceEqualsEmu, GemmEveryVariantOddShapesAndUnalignedRows) {
     std::vector<float> want(static_cast<size_t>(sh.M) * sh.d), got(want.size());
     cuda::emu::gemm(want.data(), x.data() + sh.x_offset, w.data(), sh.M, sh.n, sh.d);
     cuda::dev::Buffer<float> dx(x), dw(w), dout(want.size() + 1);
+    const int d0 = sh.d + 37;  // the batch's wider product
+    std::vector<float> w0(static_cast<size_t>(d0) * sh.n);
+    for (float& e : w0) e = draw();
+    std::vector<float> want0(static_cast<size_t>(sh.M) * d0), got0(want0.size());
+    cuda::emu::gemm(want0.data(), x.data() + sh.x_offset, w0.data(), sh.M, sh.n, d0);
+    cuda::dev::Buffer<float> dw0(w0), dout0(want0.size() + 1), dw_mis(w.size() + 1), dout_mis(want.size() + 2);
+    cuda::dev::check(cudaMemcpy(dw_mis.get() + 1, w.data(), w.size() * sizeof(float), cudaMemcpyHostToDevice), "upload");
     for (int v = 0; v < cuda::kGemmVariantCount; ++v) {
       cuda::dev::fill(dout.get(), dout.size(), std::numeric_limits<float>::quiet_NaN(), nullptr);
       cuda::dev::gemm_variant(v, dout.get(), dx.get() + sh.x_offset, dw.get(), sh.M, sh.n, sh.d, nullptr);
       cuda::dev::check(cudaMemcpy(got.data(), dout.get(), got.size() * sizeof(float), cudaMemcpyDeviceToHost), "download");
       EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0) << cuda::kGemmVariants[v].name;
-      // The same product as the second of a batched launch beside a wider one (blocks past
-      // the narrower product's columns exit): each output unchanged.
-      const int d0 = sh.d + 37;
-      cuda::dev::Buffer<float> w0(static_cast<size_t>(d0) * sh.n + 1), out0(static_cast<size_t>(sh.M) * d0 + 1);
-      cuda::dev::fill(w0.get(), w0.size(), 0.75f, nullptr);
-      cuda::dev::fill(dout.get(), dout.size(), std::numeric_limits<float>::quiet_NaN(), nullptr);
+      float guard = 0.0f;  // the element past the output: never written
+      cuda::dev::check(cudaMemcpy(&guard, dout.get() + want.size(), sizeof(float), cudaMemcpyDeviceToHost), "download");
+      EXPECT_TRUE(std::isnan(guard)) << cuda::kGemmVariants[v].name << " wrote past its output";
+      // A batched launch of three products sharing X: a wider one, this one, and this one
+      // again on a misaligned W and output (the scalar loader and stores). Blocks past a
+      // product's columns exit; every output equals the emulation's.
+      for (cuda::dev::Buffer<float>* o : {&dout0, &dout, &dout_mis})
+        cuda::dev::fill(o->get(), o->size(), std::numeric_limits<float>::quiet_NaN(), nullptr);
       cuda::dev::GemmBatch b;
-      b.count = 2;
-      b.W[0] = w0.get(), b.out[0] = out0.get(), b.d[0] = d0;
+      b.count = 3;
+      b.W[0] = dw0.get(), b.out[0] = dout0.get(), b.d[0] = d0;
       b.W[1] = dw.get(), b.out[1] = dout.get(), b.d[1] = sh.d;
+      b.W[2] = dw_mis.get() + 1, b.out[2] = dout_mis.get() + 1, b.d[2] = sh.d;
       cuda::dev::gemm_batch_variant(v, b, dx.get() + sh.x_offset, sh.M, sh.n, nullptr);
-      cuda::dev::check(cudaMemcpy(got.data(), dout.get(), got.size() * sizeof(float), cudaMemcpyDeviceToHost), "download");
-      EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0) << cuda::kGemmVariants[v].name << " batched";
+      const auto fetch = [](std::vector<float>& host, const float* dev) {
+        cuda::dev::check(cudaMemcpy(host.data(), dev, host.size() * sizeof(float), cudaMemcpyDeviceToHost), "download");
+      };
+      fetch(got0, dout0.get());
+      EXPECT_EQ(std::memcmp(got0.data(), want0.data(), got0.size() * sizeof(float)), 0) << cuda::kGemmVariants[v].name << " batched, product 0";
+      fetch(got, dout.get());
+      EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0) << cuda::kGemmVariants[v].name << " batched, product 1";
+      fetch(got, dout_mis.get() + 1);
+      EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0) << cuda::kGemmVariants[v].name << " batched, misaligned W and out";
+      std::vector<float> guards(3);
+      cuda::dev::check(cudaMemcpy(&guards[0], dout0.get() + want0.size(), sizeof(float), cudaMemcpyDeviceToHost), "download");
+      cuda::dev::check(cudaMemcpy(&guards[1], dout.get() + want.size(), sizeof(float), cudaMemcpyDeviceToHost), "download");
+      cuda::dev::check(cudaMemcpy(&guards[2], dout_mis.get() + 1 + want.size(), sizeof(float), cudaMemcpyDeviceToHost), "download");
+      for (float g : guards) EXPECT_TRUE(std::isnan(g)) << cuda::kGemmVariants[v].name << " batched: wrote past an output";
     }
   }
 }

@@ -156,12 +156,9 @@ void attention_rows(float* out, const float* q, const float* k, const float* v, 
   // take small tiles so that no block computes mostly absent rows.
   const int qt = M >= 64 ? 64 : (M >= 8 ? 8 : 2);
   const size_t smem = partial_smem_floats(qt, head_dim) * sizeof(float);
-  static size_t opted_in = 48 * 1024;
-  if (smem > opted_in) {
+  if (smem > 48 * 1024)  // past the default: opt in on this device (cheap; per launch, so per device)
     check(cudaFuncSetAttribute(attn_partial_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)),
           "attention shared memory (head_dim too large for this GPU?)");
-    opted_in = smem;
-  }
   const dim3 grid((M + qt - 1) / qt, n_heads, n_splits(pos0 + M));
   attn_partial_kernel<<<grid, kAttnThreads, smem, s>>>(q, k, v, M, pos0, n_heads, n_kv_heads, head_dim, max_splits, qt,
                                                        pm, pl, po);

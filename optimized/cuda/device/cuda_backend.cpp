@@ -3,6 +3,7 @@
 #include "optimized/cuda/device/cuda_backend.hpp"
 
 #include <algorithm>
+#include <string>
 #include <cstring>
 #include <limits>
 
@@ -10,6 +11,7 @@
 #include "optimized/cuda/arith/gemm.hpp"
 #include "optimized/cuda/device/dev_buffer.hpp"
 #include "optimized/cuda/device/kernels.cuh"
+#include "reference/error.hpp"
 
 namespace akv {
 
@@ -68,6 +70,11 @@ class CudaBackend final : public Backend {
   void set_scratch_poison(std::optional<float> value) override { poison_ = value; }
 
   void forward(KVCache& cache, std::span<const Token> tokens, std::span<float> logits) override {
+    const Config& cfg = model_->config;
+    if (cache.size() + tokens.size() > static_cast<size_t>(cfg.max_ctx))  // before any device work
+      throw Error(ErrorCode::kContextOverflow, "cuda forward: " + std::to_string(cache.size()) + " cached + " +
+                                                   std::to_string(tokens.size()) + " new > max_ctx " +
+                                                   std::to_string(cfg.max_ctx));
     check(cudaSetDevice(device_), "cudaSetDevice");
     sync_mirror(cache);
     ensure_partials(cuda::n_splits(static_cast<int>(cache.size() + tokens.size())));
@@ -179,15 +186,20 @@ class CudaBackend final : public Backend {
       }
       std::memcpy(logits, stage + 2 * rows * c.n_layers, nlog * sizeof(float));
     } else {
-      check(cudaStreamSynchronize(s), "forward");  // errors surface before the cache grows
+      check(cudaStreamSynchronize(s), "forward");  // kernel errors surface before the cache grows
       cache.grow(M);
-      for (int l = 0; l < c.n_layers; ++l) {
-        check(cudaMemcpy(cache.k(l) + row0, layers_[l].k.get() + row0, rows * sizeof(float), cudaMemcpyDeviceToHost),
-              "download K");
-        check(cudaMemcpy(cache.v(l) + row0, layers_[l].v.get() + row0, rows * sizeof(float), cudaMemcpyDeviceToHost),
-              "download V");
+      try {
+        for (int l = 0; l < c.n_layers; ++l) {
+          check(cudaMemcpy(cache.k(l) + row0, layers_[l].k.get() + row0, rows * sizeof(float),
+                           cudaMemcpyDeviceToHost), "download K");
+          check(cudaMemcpy(cache.v(l) + row0, layers_[l].v.get() + row0, rows * sizeof(float),
+                           cudaMemcpyDeviceToHost), "download V");
+        }
+        check(cudaMemcpy(logits, logits_.get(), nlog * sizeof(float), cudaMemcpyDeviceToHost), "download logits");
+      } catch (...) {
+        cache.truncate(static_cast<size_t>(pos0));  // this chunk's rows never half-written
+        throw;
       }
-      check(cudaMemcpy(logits, logits_.get(), nlog * sizeof(float), cudaMemcpyDeviceToHost), "download logits");
     }
     mirror_n_ = cache.size();  // rows [0, pos0 + M) now match the host
     mirror_written_ = cache.entries_written();

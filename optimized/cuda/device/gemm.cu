@@ -172,15 +172,9 @@ void launch(bool vec, const GemmBatch& b, const float* X, int M, int n, cudaStre
   constexpr int threads = gemm_threads<BM, BN, TM, TN>();
   constexpr size_t smem = gemm_smem_bytes<BM, BN, BK>();
   auto kernel = vec ? gemm_kernel<BM, BN, BK, TM, TN, true> : gemm_kernel<BM, BN, BK, TM, TN, false>;
-  if constexpr (smem > 48 * 1024) {  // past the default: opt in once per kernel
-    static const bool opted = [] {
-      for (auto k : {gemm_kernel<BM, BN, BK, TM, TN, true>, gemm_kernel<BM, BN, BK, TM, TN, false>})
-        check(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)),
-              "gemm shared memory");
-      return true;
-    }();
-    (void)opted;
-  }
+  if constexpr (smem > 48 * 1024)  // past the default: opt in on this device, per launch
+    check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)),
+          "gemm shared memory");
   kernel<<<grid, threads, smem, s>>>(b, X, M, n);
 }
 
@@ -229,9 +223,12 @@ int gemm_variant_for(const GemmBatch& b, const float* X, int M, int n, cudaStrea
     std::lock_guard<std::mutex> lock(mu);
     if (const auto it = picks.find(key); it != picks.end()) return it->second;
   }
-  cudaEvent_t a, e;
-  check(cudaEventCreate(&a), "event");
-  check(cudaEventCreate(&e), "event");
+  struct Event {  // destroyed on every path, a throwing check() included
+    cudaEvent_t e = nullptr;
+    Event() { check(cudaEventCreate(&e), "event"); }
+    ~Event() { cudaEventDestroy(e); }
+  } ea, ee;
+  const cudaEvent_t a = ea.e, e = ee.e;
   int best = 0;
   float best_ms = 0.0f;
   for (int v = 0; v < kGemmVariantCount; ++v) {
@@ -244,8 +241,6 @@ int gemm_variant_for(const GemmBatch& b, const float* X, int M, int n, cudaStrea
     check(cudaEventElapsedTime(&ms, a, e), "elapsed");
     if (v == 0 || ms < best_ms) best = v, best_ms = ms;
   }
-  cudaEventDestroy(a);
-  cudaEventDestroy(e);
   std::lock_guard<std::mutex> lock(mu);
   picks.emplace(key, best);
   return best;
