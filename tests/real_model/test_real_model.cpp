@@ -1,0 +1,114 @@
+// The real model file, SmolLM2-135M-Instruct Q4_1 (spec/gguf.md F1, Q6, C2). The setup test
+// real_model_gguf_py_digests fetched it and wrote gguf-py's digest of every tensor; these tests
+// read the same file with akv. A missing digest file fails, with the command to run.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <sstream>
+
+#include "model/dequant.hpp"
+#include "model/gguf.hpp"
+#include "model/gguf_config.hpp"
+#include "verify/digest.hpp"
+
+using namespace akv;
+using namespace akv::model;
+
+namespace {
+
+std::string read_text(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+// gguf-py's digests, written by scripts/crosscheck-gguf; fails the test when absent.
+nlohmann::json digests() {
+  std::ifstream f(AKV_GGUF_PY_DIGESTS);
+  if (!f) {
+    ADD_FAILURE() << "no " << AKV_GGUF_PY_DIGESTS << ": run scripts/crosscheck-gguf " << AKV_GGUF_PY_DIGESTS
+                  << " (it fetches the model and gguf-py; needs network once)";
+    return nullptr;
+  }
+  return nlohmann::json::parse(f);
+}
+
+// A `NAME=value` line of scripts/fetch-model: the pins.
+std::string pin(const std::string& name) {
+  const std::string text = read_text(std::string(AKV_SOURCE_DIR) + "/scripts/fetch-model");
+  std::smatch m;
+  const std::regex re("\\n" + name + "=([0-9a-f]+)\\n");
+  return std::regex_search(text, m, re) ? m[1].str() : "";
+}
+
+}  // namespace
+
+TEST(F1_FetchModel, RealFileHasThePinnedSizeAndDigest) {
+  const auto d = digests();
+  ASSERT_FALSE(d.is_null());
+  const std::string path = d.at("model");
+  const auto bytes = map_file(path);
+  EXPECT_EQ(std::to_string(bytes->size()), pin("SIZE"));
+  EXPECT_EQ(bytes->size(), 98362432u);
+  EXPECT_EQ(sha256_hex({bytes->data(), bytes->size()}), pin("SHA256"));
+}
+
+TEST(Q6_GgufPyEquality, EveryTensorOfTheRealFile) {
+  const auto d = digests();
+  ASSERT_FALSE(d.is_null());
+  const GgufFile f = GgufFile::open(d.at("model"));
+  const auto& ref = d.at("tensors");
+  ASSERT_EQ(ref.size(), f.tensors().size());
+  ASSERT_EQ(f.tensors().size(), 272u);
+  std::map<std::string, int> by_type;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (size_t i = 0; i < f.tensors().size(); ++i) {
+    const TensorInfo& t = f.tensors()[i];
+    const auto& r = ref[i];
+    ASSERT_EQ(std::string(t.name), r.at("name").get<std::string>()) << "tensor " << i;
+    EXPECT_EQ(t.dims, r.at("dims").get<std::vector<uint64_t>>()) << t.name;
+    EXPECT_EQ(type_name(t.type), r.at("type").get<std::string>()) << t.name;
+    const std::vector<float> v = dequantize(t);
+    ASSERT_EQ(v.size(), r.at("n_elements").get<uint64_t>()) << t.name;
+    EXPECT_EQ(sha256_floats(v), r.at("sha256").get<std::string>()) << "tensor " << t.name << " (" << type_name(t.type)
+                                                                    << ") differs from gguf-py's dequantize";
+    ++by_type[type_name(t.type)];
+  }
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(by_type["Q4_1"], 210);
+  EXPECT_EQ(by_type["F32"], 61);
+  EXPECT_EQ(by_type["Q8_0"], 1);
+  std::cout << "[ real-model ] " << f.tensors().size() << " tensors dequantized and hashed by akv in " << s
+            << " s; gguf-py took " << d.value("seconds", 0.0) << " s (gguf " << d.value("gguf_version", "?")
+            << ", numpy " << d.value("numpy_version", "?") << ")\n";
+}
+
+TEST(C2_SmolLM2Config, FromTheRealFile) {
+  const auto d = digests();
+  ASSERT_FALSE(d.is_null());
+  const GgufFile f = GgufFile::open(d.at("model"));
+  EXPECT_EQ(f.version(), 3u);
+  EXPECT_EQ(f.alignment(), 32u);
+  EXPECT_EQ(f.get_string("general.architecture"), "llama");
+  const Config c = config_from_gguf(f, "smollm2");
+  EXPECT_EQ(c.name, "smollm2");
+  EXPECT_EQ(c.n_layers, 30);
+  EXPECT_EQ(c.hidden, 576);
+  EXPECT_EQ(c.n_heads, 9);
+  EXPECT_EQ(c.n_kv_heads, 3);
+  EXPECT_EQ(c.head_dim, 64);
+  EXPECT_EQ(c.ffn, 1536);
+  EXPECT_EQ(c.vocab, 49152);
+  EXPECT_EQ(c.rope_theta, 100000.0f);
+  EXPECT_EQ(c.rms_eps, 1e-5f);
+  EXPECT_EQ(c.max_ctx, 8192);
+  EXPECT_TRUE(c.tied_output);
+  EXPECT_EQ(f.find_tensor("output.weight"), nullptr);
+  EXPECT_EQ(f.get_array("tokenizer.ggml.merges").strings.size(), 48900u);
+  EXPECT_EQ(f.get_array("tokenizer.ggml.tokens").strings.size(), 49152u);
+}
