@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -13,6 +14,7 @@
 #include "model/dequant.hpp"
 #include "model/gguf.hpp"
 #include "model/gguf_config.hpp"
+#include "model/gguf_weights.hpp"
 #include "verify/digest.hpp"
 
 using namespace akv;
@@ -111,4 +113,36 @@ TEST(C2_SmolLM2Config, FromTheRealFile) {
   EXPECT_EQ(f.find_tensor("output.weight"), nullptr);
   EXPECT_EQ(f.get_array("tokenizer.ggml.merges").strings.size(), 48900u);
   EXPECT_EQ(f.get_array("tokenizer.ggml.tokens").strings.size(), 49152u);
+}
+
+TEST(C3_Weights, SmolLM2ShapesOnly) {
+  // Shapes and the tied head only: that these weights compute SmolLM2's function is the
+  // transformers crosscheck of issue 10 (open).
+  const auto d = digests();
+  ASSERT_FALSE(d.is_null());
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto m = load_gguf_model(d.at("model"), "smollm2");
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const Config& c = m->config;
+  const auto& w = m->weights;
+  EXPECT_EQ(w.tok_emb.size(), 49152u * 576u);
+  ASSERT_EQ(w.layers.size(), 30u);
+  for (const auto& L : w.layers) {
+    EXPECT_EQ(L.attn_norm.size(), 576u);
+    EXPECT_EQ(L.wq.size(), 576u * 576u);
+    EXPECT_EQ(L.wk.size(), 192u * 576u);
+    EXPECT_EQ(L.wv.size(), 192u * 576u);
+    EXPECT_EQ(L.wo.size(), 576u * 576u);
+    EXPECT_EQ(L.ffn_norm.size(), 576u);
+    EXPECT_EQ(L.w1.size(), 1536u * 576u);
+    EXPECT_EQ(L.w2.size(), 576u * 1536u);
+    EXPECT_EQ(L.w3.size(), 1536u * 576u);
+  }
+  EXPECT_EQ(w.final_norm.size(), 576u);
+  ASSERT_EQ(w.wcls.size(), w.tok_emb.size());
+  EXPECT_EQ(std::memcmp(w.wcls.data(), w.tok_emb.data(), w.tok_emb.size() * 4), 0);
+  ASSERT_NE(m->rope, nullptr);
+  EXPECT_EQ(c.head_dim, 64);
+  std::cout << "[ real-model ] SmolLM2 loaded as float32 (" << w.tok_emb.size() + 30 * (2 * 576 + 2 * 576 * 576 + 2 * 192 * 576 + 3 * 1536 * 576) + 576
+            << " parameters, W_cls a copy) in " << s << " s\n";
 }
