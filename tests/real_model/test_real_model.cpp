@@ -15,6 +15,8 @@
 #include "model/gguf.hpp"
 #include "model/gguf_config.hpp"
 #include "model/gguf_weights.hpp"
+#include "reference/error.hpp"
+#include "reference/prng.hpp"
 #include "verify/digest.hpp"
 
 using namespace akv;
@@ -145,4 +147,32 @@ TEST(C3_Weights, SmolLM2ShapesOnly) {
   EXPECT_EQ(c.head_dim, 64);
   std::cout << "[ real-model ] SmolLM2 loaded as float32 (" << w.tok_emb.size() + 30 * (2 * 576 + 2 * 576 * 576 + 2 * 192 * 576 + 3 * 1536 * 576) + 576
             << " parameters, W_cls a copy) in " << s << " s\n";
+}
+
+TEST(F7_Hostile, MutatedRealMetadata) {
+  // The real file's metadata and tensor infos (1.8 MB: 33 keys, 49,152 tokens, 48,900 merges,
+  // 272 infos), cut where the data begins and mutated: each either parses with every tensor inside the
+  // file (a count mutated down) or is bad_model, never a crash.
+  const auto d = digests();
+  ASSERT_FALSE(d.is_null());
+  const GgufFile f = GgufFile::open(d.at("model"));
+  const auto bytes = map_file(d.at("model"));
+  const std::vector<uint8_t> head(bytes->data(), bytes->data() + f.data_offset());
+  SplitMix64 rng{2026};
+  int rejected = 0;
+  for (int i = 0; i < 300; ++i) {
+    auto b = head;
+    const int flips = 1 + static_cast<int>(rng.next() % 8);
+    // Bias towards the first 64 KB (header, scalar keys, the start of the token list).
+    for (int k = 0; k < flips; ++k) b[(rng.next() & 1) ? rng.next() % 65536 : rng.next() % b.size()] = static_cast<uint8_t>(rng.next());
+    if (i % 3 == 0) b.resize(rng.next() % b.size());  // and truncated
+    try {
+      const GgufFile g = GgufFile::parse(std::move(b), "mutated.gguf");
+      for (const TensorInfo& t : g.tensors()) ASSERT_LE(g.data_offset() + t.offset + t.n_bytes, g.file_size());
+    } catch (const Error& e) {
+      ASSERT_EQ(e.code(), ErrorCode::kBadModel) << e.what();
+      ++rejected;
+    }
+  }
+  EXPECT_GT(rejected, 250);
 }
