@@ -22,6 +22,7 @@ struct Config {
   float rope_theta = 10000.0f;
   float rms_eps = 1e-5f;
   float qk_gain = 2.0f;  // scale of W_q, W_k init (spec/model.md M3): keeps attention non-uniform
+  bool tied_output = false;  // logits use tok_emb as W_cls (real models, spec/gguf.md C1); synthetic: false
 
   int kv_dim() const { return n_kv_heads * head_dim; }
   int q_dim() const { return n_heads * head_dim; }

@@ -14,6 +14,7 @@ const char* error_code_name(ErrorCode c) {
     case ErrorCode::kEmptyCache: return "empty_cache";
     case ErrorCode::kBadInput: return "bad_input";
     case ErrorCode::kUnknownModel: return "unknown_model";
+    case ErrorCode::kBadModel: return "bad_model";
   }
   return "unknown";
 }

@@ -17,6 +17,7 @@ enum class ErrorCode {
   kEmptyCache,       // next-token logits asked of an empty session
   kBadInput,         // malformed conversation file, unknown role, index out of range
   kUnknownModel,     // a model or backend name that does not exist
+  kBadModel,         // a model file that is malformed, truncated or unsupported (spec/gguf.md F9)
 };
 
 /// The name of an error code, as printed in messages and JSON ("unknown_span", ...).

@@ -1,0 +1,31 @@
+// Dequantization of GGUF tensor data to IEEE binary32, bit-exact (spec/gguf.md Q1-Q5).
+#pragma once
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "model/gguf.hpp"
+
+namespace akv::model {
+
+/// IEEE binary16 bits -> binary32 (Q1): exact for every value; subnormals normalised;
+/// infinities kept; a NaN keeps its sign and payload (`payload << 13`, quiet bit not forced).
+float half_to_float(uint16_t h);
+
+/// bfloat16 bits -> binary32 (Q1): the bits `uint32(b) << 16`, exact for every pattern.
+float bf16_to_float(uint16_t b);
+
+/// Whether akv dequantizes this tensor type: F32, F16, BF16, Q8_0, Q4_0, Q4_1.
+bool dequantize_supported(uint32_t type);
+
+/// Dequantizes `out.size()` elements of ggml type `type` from `in` into `out` (Q2-Q5).
+/// `in` must hold exactly the bytes of out.size() elements, and out.size() must be a multiple
+/// of the type's block size. Throws Error(kBadModel) naming `what` for an unsupported type or
+/// a size mismatch.
+void dequantize(uint32_t type, std::span<const uint8_t> in, std::span<float> out, const std::string& what);
+
+/// One tensor of a GgufFile as float32, n_elements values in ggml order (dims[0] fastest).
+/// Throws Error(kBadModel) naming the tensor for an unsupported type.
+std::vector<float> dequantize(const TensorInfo& t);
+
+}  // namespace akv::model

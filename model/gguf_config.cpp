@@ -1,0 +1,93 @@
+#include "model/gguf_config.hpp"
+
+#include <limits>
+
+#include "reference/error.hpp"
+
+namespace akv::model {
+
+namespace {
+
+[[noreturn]] void bad(const GgufFile& f, const std::string& field, const std::string& what) {
+  throw Error(ErrorCode::kBadModel, f.name() + ": " + field + ": " + what);
+}
+
+// A size in [1, 2^31).
+int size_of(const GgufFile& f, const std::string& key, uint64_t v) {
+  if (v < 1 || v > static_cast<uint64_t>(std::numeric_limits<int32_t>::max()))
+    bad(f, "metadata '" + key + "'", std::to_string(v) + " is out of range [1, 2^31)");
+  return static_cast<int>(v);
+}
+
+int required(const GgufFile& f, const std::string& key) { return size_of(f, key, f.get_uint(key)); }
+
+int optional(const GgufFile& f, const std::string& key, int fallback) {
+  const auto v = f.find_uint(key);
+  return v ? size_of(f, key, *v) : fallback;
+}
+
+std::string dims_text(const TensorInfo& t) {
+  std::string s = "[";
+  for (size_t i = 0; i < t.dims.size(); ++i) s += (i ? ", " : "") + std::to_string(t.dims[i]);
+  return s + "]";
+}
+
+// The (hidden, vocab) matrix `name`: ggml dims [hidden, vocab].
+void check_embedding(const GgufFile& f, const TensorInfo& t, const Config& c) {
+  if (t.dims.size() != 2 || t.dims[0] != static_cast<uint64_t>(c.hidden) || t.dims[1] != static_cast<uint64_t>(c.vocab))
+    bad(f, "tensor '" + std::string(t.name) + "'.dims",
+        dims_text(t) + ", expected [" + std::to_string(c.hidden) + ", " + std::to_string(c.vocab) + "] (hidden, vocab)");
+}
+
+}  // namespace
+
+Config config_from_gguf(const GgufFile& f, const std::string& name) {
+  const std::string_view arch = f.get_string("general.architecture");
+  if (arch != "llama")
+    bad(f, "metadata 'general.architecture'", "architecture '" + std::string(arch) + "' is not supported (expected llama)");
+
+  Config c;
+  c.name = name;
+  c.hidden = required(f, "llama.embedding_length");
+  c.n_layers = required(f, "llama.block_count");
+  c.ffn = required(f, "llama.feed_forward_length");
+  c.max_ctx = required(f, "llama.context_length");
+  c.n_heads = required(f, "llama.attention.head_count");
+  c.n_kv_heads = optional(f, "llama.attention.head_count_kv", c.n_heads);
+  if (c.n_heads % c.n_kv_heads != 0)
+    bad(f, "metadata 'llama.attention.head_count_kv'",
+        std::to_string(c.n_kv_heads) + " does not divide the head count " + std::to_string(c.n_heads));
+  if (!f.find("llama.attention.key_length") && c.hidden % c.n_heads != 0)
+    bad(f, "metadata 'llama.attention.head_count'",
+        std::to_string(c.n_heads) + " does not divide the hidden size " + std::to_string(c.hidden));
+  c.head_dim = optional(f, "llama.attention.key_length", c.hidden / c.n_heads);
+  if (optional(f, "llama.attention.value_length", c.head_dim) != c.head_dim)
+    bad(f, "metadata 'llama.attention.value_length'", "differs from the key length " + std::to_string(c.head_dim));
+  if (c.head_dim % 2 != 0) bad(f, "metadata 'llama.attention.key_length'", "head dim " + std::to_string(c.head_dim) + " is odd");
+  if (optional(f, "llama.rope.dimension_count", c.head_dim) != c.head_dim)
+    bad(f, "metadata 'llama.rope.dimension_count'", "partial rotary is not supported (head dim " + std::to_string(c.head_dim) + ")");
+  if (const auto s = f.find_string("llama.rope.scaling.type"); s && *s != "none")
+    bad(f, "metadata 'llama.rope.scaling.type'", "RoPE scaling '" + std::string(*s) + "' is not supported");
+  c.rope_theta = f.find_float("llama.rope.freq_base").value_or(10000.0f);
+  if (!(c.rope_theta > 0.0f) || c.rope_theta == std::numeric_limits<float>::infinity())
+    bad(f, "metadata 'llama.rope.freq_base'", "must be finite and > 0");
+  c.rms_eps = f.get_float("llama.attention.layer_norm_rms_epsilon");
+  if (!(c.rms_eps > 0.0f) || c.rms_eps == std::numeric_limits<float>::infinity())
+    bad(f, "metadata 'llama.attention.layer_norm_rms_epsilon'", "must be finite and > 0");
+
+  if (f.find("llama.vocab_size")) {
+    c.vocab = required(f, "llama.vocab_size");
+  } else {
+    const Array& tokens = f.get_array("tokenizer.ggml.tokens");
+    c.vocab = size_of(f, "tokenizer.ggml.tokens", tokens.count);
+  }
+  const TensorInfo* emb = f.find_tensor("token_embd.weight");
+  if (!emb) bad(f, "tensor 'token_embd.weight'", "missing");
+  check_embedding(f, *emb, c);
+  const TensorInfo* out = f.find_tensor("output.weight");
+  c.tied_output = out == nullptr;
+  if (out) check_embedding(f, *out, c);
+  return c;
+}
+
+}  // namespace akv::model

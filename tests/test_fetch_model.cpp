@@ -1,0 +1,64 @@
+// scripts/fetch-model (spec/gguf.md F1): the pins agree with the spec, and a missing model is a
+// one-line error naming the command, exit 2. Needs no network; the real file is checked by
+// tests/real_model/.
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include "support.hpp"
+
+namespace {
+
+std::string read_text(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+// Runs `cmd` through the shell; returns (exit status, stdout + stderr).
+std::pair<int, std::string> run(const std::string& cmd) {
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  std::string out;
+  char buf[512];
+  while (p && fgets(buf, sizeof buf, p)) out += buf;
+  const int st = p ? pclose(p) : -1;
+  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
+}
+
+}  // namespace
+
+TEST(F1_FetchModel, PinsAgreeWithTheSpec) {
+  const std::string script = read_text(akv::test::source_dir() + "/scripts/fetch-model");
+  const std::string spec = read_text(akv::test::source_dir() + "/spec/gguf.md");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(script, m, std::regex("\\nSHA256=([0-9a-f]{64})\\n")));
+  const std::string sha = m[1];
+  EXPECT_EQ(sha, "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53");
+  EXPECT_NE(spec.find(sha), std::string::npos) << "spec/gguf.md F1 does not state the pinned SHA-256";
+  ASSERT_TRUE(std::regex_search(script, m, std::regex("\\nSIZE=([0-9]+)\\n")));
+  EXPECT_EQ(m[1].str(), "98362432");
+  EXPECT_NE(spec.find("98,362,432"), std::string::npos);
+  EXPECT_NE(script.find("\nVERSION=0.1.2\n"), std::string::npos);
+}
+
+TEST(F1_FetchModel, MissingModelIsOneLineErrorExit2) {
+  const auto dir = std::filesystem::temp_directory_path() / ("akv_f1_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const auto [rc, out] = run("AKV_MODELS='" + dir.string() + "' '" + akv::test::source_dir() + "/scripts/fetch-model' --check");
+  std::filesystem::remove_all(dir);
+  EXPECT_EQ(rc, 2) << out;
+  ASSERT_FALSE(out.empty());
+  EXPECT_EQ(out.find('\n'), out.size() - 1) << "not one line: " << out;
+  EXPECT_NE(out.find("run scripts/fetch-model"), std::string::npos) << out;
+  EXPECT_NE(out.find(dir.string()), std::string::npos) << out;
+  const auto [rc2, out2] = run("'" + akv::test::source_dir() + "/scripts/fetch-model' --bogus");
+  EXPECT_EQ(rc2, 2) << out2;
+}

@@ -1,0 +1,146 @@
+// akv's weights from a llama-arch GGUF file (spec/gguf.md C3): names, M4 shapes, the Q/K row
+// un-permutation, tied output; on a synthetic file whose every value names its row and column.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "gguf_builder.hpp"
+#include "model/gguf_config.hpp"
+#include "model/gguf_weights.hpp"
+#include "reference/error.hpp"
+
+using namespace akv;
+using namespace akv::model;
+using akv::test::kv;
+using akv::test::kv_str;
+using akv::test::TestGguf;
+using akv::test::Writer;
+
+namespace {
+
+constexpr int kHidden = 8, kHeads = 2, kKvHeads = 1, kHeadDim = 4, kFfn = 16, kVocab = 5, kLayers = 2;
+
+// The value at (row, col) of tensor `id` in Hugging Face (rotate-half) layout.
+float value(int id, int row, int col) { return static_cast<float>(id * 10000 + row * 100 + col); }
+
+// W (rows, cols) as llama.cpp's converter writes it: ggml dims [cols, rows]; for Q/K, the rows
+// of each head permuted (HF row j*hd/2 + i goes to file row 2i + j).
+std::vector<uint8_t> matrix(int id, int rows, int cols, bool permuted) {
+  Writer w;
+  for (int fr = 0; fr < rows; ++fr) {
+    int hf = fr;
+    if (permuted) {
+      const int head = fr / kHeadDim, r = fr % kHeadDim, i = r / 2, j = r % 2;
+      hf = head * kHeadDim + j * (kHeadDim / 2) + i;
+    }
+    for (int c = 0; c < cols; ++c) w.put(value(id, hf, c));
+  }
+  return w.b;
+}
+
+TestGguf llama_file(bool tied) {
+  TestGguf g;
+  g.kvs = {kv_str("general.architecture", "llama"),
+           kv<uint32_t>("llama.embedding_length", 4, kHidden),
+           kv<uint32_t>("llama.block_count", 4, kLayers),
+           kv<uint32_t>("llama.feed_forward_length", 4, kFfn),
+           kv<uint32_t>("llama.context_length", 4, 32),
+           kv<uint32_t>("llama.attention.head_count", 4, kHeads),
+           kv<uint32_t>("llama.attention.head_count_kv", 4, kKvHeads),
+           kv<float>("llama.attention.layer_norm_rms_epsilon", 6, 1e-5f),
+           kv<uint32_t>("llama.vocab_size", 4, kVocab)};
+  const auto mat = [&](const std::string& name, int id, int rows, int cols, bool perm = false) {
+    g.tensors.push_back({name, {static_cast<uint64_t>(cols), static_cast<uint64_t>(rows)}, 0, matrix(id, rows, cols, perm)});
+  };
+  const auto vec = [&](const std::string& name, int id) {
+    g.tensors.push_back({name, {kHidden}, 0, matrix(id, 1, kHidden, false)});
+  };
+  mat("token_embd.weight", 1, kVocab, kHidden);
+  for (int l = 0; l < kLayers; ++l) {
+    const std::string b = "blk." + std::to_string(l) + ".";
+    const int id = 10 + 10 * l;
+    vec(b + "attn_norm.weight", id);
+    mat(b + "attn_q.weight", id + 1, kHeads * kHeadDim, kHidden, true);
+    mat(b + "attn_k.weight", id + 2, kKvHeads * kHeadDim, kHidden, true);
+    mat(b + "attn_v.weight", id + 3, kKvHeads * kHeadDim, kHidden);
+    mat(b + "attn_output.weight", id + 4, kHidden, kHeads * kHeadDim);
+    vec(b + "ffn_norm.weight", id + 5);
+    mat(b + "ffn_gate.weight", id + 6, kFfn, kHidden);
+    mat(b + "ffn_down.weight", id + 7, kHidden, kFfn);
+    mat(b + "ffn_up.weight", id + 8, kFfn, kHidden);
+  }
+  vec("output_norm.weight", 2);
+  if (!tied) mat("output.weight", 3, kVocab, kHidden);
+  return g;
+}
+
+// Expects w (rows, cols) to hold tensor id's HF-layout values.
+void expect_matrix(const std::vector<float>& w, int id, int rows, int cols, const std::string& what) {
+  ASSERT_EQ(w.size(), static_cast<size_t>(rows) * cols) << what;
+  for (int r = 0; r < rows; ++r)
+    for (int c = 0; c < cols; ++c) ASSERT_EQ(w[static_cast<size_t>(r) * cols + c], value(id, r, c)) << what << " (" << r << ", " << c << ")";
+}
+
+}  // namespace
+
+TEST(C3_Weights, SourceRowOfQk) {
+  const int expect[8] = {0, 2, 4, 6, 1, 3, 5, 7};  // head dim 8: akv row r <- file row
+  for (int r = 0; r < 8; ++r) EXPECT_EQ(gguf_qk_source_row(r, 8), expect[r]) << r;
+  // A bijection for the real head dim.
+  std::vector<int> seen(64, 0);
+  for (int r = 0; r < 64; ++r) ++seen.at(gguf_qk_source_row(r, 64));
+  for (int s : seen) EXPECT_EQ(s, 1);
+}
+
+TEST(C3_Weights, EveryTensorInPlaceQkUnpermuted) {
+  const GgufFile f = GgufFile::parse(llama_file(false).bytes(), "w.gguf");
+  const Config c = config_from_gguf(f, "w");
+  const Weights<float> w = weights_from_gguf(f, c);
+  expect_matrix(w.tok_emb, 1, kVocab, kHidden, "tok_emb");
+  ASSERT_EQ(w.layers.size(), static_cast<size_t>(kLayers));
+  for (int l = 0; l < kLayers; ++l) {
+    const auto& L = w.layers[l];
+    const int id = 10 + 10 * l;
+    expect_matrix(L.attn_norm, id, 1, kHidden, "attn_norm");
+    expect_matrix(L.wq, id + 1, kHeads * kHeadDim, kHidden, "wq");  // back in rotate-half order
+    expect_matrix(L.wk, id + 2, kKvHeads * kHeadDim, kHidden, "wk");
+    expect_matrix(L.wv, id + 3, kKvHeads * kHeadDim, kHidden, "wv");
+    expect_matrix(L.wo, id + 4, kHidden, kHeads * kHeadDim, "wo");
+    expect_matrix(L.ffn_norm, id + 5, 1, kHidden, "ffn_norm");
+    expect_matrix(L.w1, id + 6, kFfn, kHidden, "w1");
+    expect_matrix(L.w2, id + 7, kHidden, kFfn, "w2");
+    expect_matrix(L.w3, id + 8, kFfn, kHidden, "w3");
+  }
+  expect_matrix(w.final_norm, 2, 1, kHidden, "final_norm");
+  expect_matrix(w.wcls, 3, kVocab, kHidden, "wcls");
+}
+
+TEST(C3_Weights, TiedOutputReadsTheEmbedding) {
+  const GgufFile f = GgufFile::parse(llama_file(true).bytes(), "w.gguf");
+  const Config c = config_from_gguf(f, "w");
+  ASSERT_TRUE(c.tied_output);
+  const Weights<float> w = weights_from_gguf(f, c);
+  ASSERT_EQ(w.wcls.size(), w.tok_emb.size());
+  EXPECT_EQ(std::memcmp(w.wcls.data(), w.tok_emb.data(), w.tok_emb.size() * 4), 0);
+}
+
+TEST(C3_Weights, MissingOrMisshapenTensor) {
+  const auto bad = [](TestGguf g, const std::string& needle) {
+    const GgufFile f = GgufFile::parse(g.bytes(), "w.gguf");
+    const Config c = config_from_gguf(f, "w");
+    try {
+      weights_from_gguf(f, c);
+      ADD_FAILURE() << "loaded; expected " << needle;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kBadModel);
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  TestGguf missing = llama_file(false);
+  std::erase_if(missing.tensors, [](const akv::test::TestTensor& t) { return t.name == "blk.1.ffn_up.weight"; });
+  bad(missing, "w.gguf: tensor 'blk.1.ffn_up.weight': missing");
+  TestGguf shape = llama_file(false);
+  for (auto& t : shape.tensors)
+    if (t.name == "blk.0.attn_k.weight") t.dims = {4, 8};
+  bad(shape, "tensor 'blk.0.attn_k.weight'.dims: [4, 8], expected [8, 4]");
+}
