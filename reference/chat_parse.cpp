@@ -202,20 +202,34 @@ Message parse_message(const json& m, const std::string& where, std::vector<std::
 }
 
 // Parses with the depth limit checked as each array or object opens (IN3), before any
-// recursive code (dump, copy) could see the value.
+// recursive code (dump, copy) could see the value; a key repeated in one object is rejected
+// (JSON leaves its meaning open, and keeping either value would drop the other silently).
 json parse_limited(std::string_view text) {
   if (text.size() > kMaxConversationBytes)
     bad("conversation", std::to_string(text.size()) + " bytes, more than the limit of " +
                             std::to_string(kMaxConversationBytes) + " (spec/input.md IN3)");
-  const json::parser_callback_t depth_check = [](int depth, json::parse_event_t event, json&) {
-    if ((event == json::parse_event_t::object_start || event == json::parse_event_t::array_start) &&
-        depth >= kMaxJsonDepth)
-      bad("conversation", "JSON nested deeper than " + std::to_string(kMaxJsonDepth) +
-                              " arrays/objects (spec/input.md IN3)");
+  std::vector<std::set<std::string>> keys;  // the keys seen in each open object, innermost last
+  const json::parser_callback_t check = [&keys](int depth, json::parse_event_t event, json& parsed) {
+    switch (event) {
+      case json::parse_event_t::object_start:
+      case json::parse_event_t::array_start:
+        if (depth >= kMaxJsonDepth)
+          bad("conversation", "JSON nested deeper than " + std::to_string(kMaxJsonDepth) +
+                                  " arrays/objects (spec/input.md IN3)");
+        if (event == json::parse_event_t::object_start) keys.emplace_back();
+        break;
+      case json::parse_event_t::object_end: keys.pop_back(); break;
+      case json::parse_event_t::key:
+        if (!keys.empty() && !keys.back().insert(parsed.get<std::string>()).second)
+          bad("conversation", "key '" + printable(parsed.get<std::string>(), 40) +
+                                  "' repeated in one object: one of its values would be dropped (spec/input.md IN3)");
+        break;
+      default: break;
+    }
     return true;
   };
   try {
-    return json::parse(text.begin(), text.end(), depth_check);
+    return json::parse(text.begin(), text.end(), check);
   } catch (const json::exception& e) {
     throw Error(ErrorCode::kBadInput, std::string("malformed JSON: ") + printable(e.what(), 200));
   }

@@ -155,6 +155,15 @@ TEST(IN3_ParserLimits, HostileBytesAndNumbers) {
             (std::vector<Token>{tok::kUser, 'a', 0, 'b', tok::kEnd}));
 }
 
+// A repeated key would keep one value and drop the other silently: rejected, at any depth.
+TEST(IN3_ParserLimits, RepeatedKeysAreRejected) {
+  expect_rejected(one(R"({"role": "user", "content": "transfer", "content": "hello"})"), "key 'content' repeated");
+  expect_rejected(R"({"messages": [], "messages": [{"role": "user", "content": "x"}]})", "key 'messages' repeated");
+  expect_rejected(one(R"({"role": "assistant", "tool_calls": [{"function": {"name": "a", "name": "b"}}]})"), "key 'name' repeated");
+  // The same key in sibling objects is fine.
+  EXPECT_NO_THROW(parse_conversation(one(R"({"role": "user", "content": "a"}, {"role": "user", "content": "b"})")));
+}
+
 TEST(IN3_ParserLimits, OversizedTextIsRejectedBeforeParsing) {
   const std::string big(kMaxConversationBytes + 1, ' ');
   expect_rejected(big, "more than the limit");
