@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "cli/commands.hpp"
+#include "cli/options.hpp"
 #include "reference/error.hpp"
 #include "verify/backends.hpp"
 #include "verify/gen/profile.hpp"
@@ -114,14 +115,16 @@ int run_campaign_cmd(const CampaignArgs& a) {
 Command add_campaign(CLI::App& app) {
   auto a = std::make_shared<CampaignArgs>();
   auto* c = app.add_subcommand("campaign", "Run the property suite for many cases; shrink and save any counterexample");
-  c->add_option("--cases", a->cases, "Successful cases per property")->capture_default_str();
-  c->add_option("--seed", a->seed, "RapidCheck seed (default: RC_PARAMS seed, else random)")->each([a](const std::string&) {
-    a->seed_set = true;
-  });
-  c->add_option("--backend", a->backend, "Backend to test")->capture_default_str();
-  c->add_option("--profile", a->profile, "Generator profile: ci | long (reaches the model's context)")->capture_default_str();
-  c->add_option("--property", a->properties, "Property id, suite or substring (repeatable; default: all)");
-  c->add_option("--out", a->out, "Directory for counterexample files")->capture_default_str();
+  c->add_option("--cases", a->cases, "Successful cases per property")->capture_default_str()->check(decimal(1, 1000000000));
+  c->add_option("--seed", a->seed, "RapidCheck seed (default: RC_PARAMS seed, else random)")
+      ->check(decimal(0, UINT64_MAX))
+      ->each([a](const std::string&) { a->seed_set = true; });
+  c->add_option("--backend", a->backend, "Backend to test: " + names_help(backend_names()))->capture_default_str()->check(nonempty());
+  c->add_option("--profile", a->profile, "Generator profile: ci | long (reaches the model's context)")
+      ->capture_default_str()
+      ->check(nonempty());
+  c->add_option("--property", a->properties, "Property id, suite or substring (repeatable; default: all)")->check(nonempty());
+  c->add_option("--out", a->out, "Directory for counterexample files")->capture_default_str()->check(nonempty());
   return {c, [a] { return run_campaign_cmd(*a); }};
 }
 

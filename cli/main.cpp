@@ -1,10 +1,13 @@
 // akv: the command-line front of the verification suite. One subcommand per file in cli/.
-// Exit codes: 0 success, 1 a check failed, 2 bad input or usage, 3 internal error.
+// Exit codes (spec/input.md IN5): 0 exact or sound, 1 not, 2 bad input or usage (one line on
+// stderr, nothing on stdout), 3 internal error.
 #include <iostream>
+#include <new>
 #include <vector>
 
 #include "cli/commands.hpp"
 #include "reference/error.hpp"
+#include "reference/strict.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{"akv: the addressable KV cache, specified and verified"};
@@ -22,7 +25,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForAllHelp& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::cerr << "akv: " << e.what() << " (see akv --help)\n";
+    std::cerr << "akv: " << akv::printable(e.what(), 400) << " (see akv --help)\n";
     return 2;
   }
 
@@ -30,10 +33,14 @@ int main(int argc, char** argv) {
     for (const auto& c : commands)
       if (c.app->parsed()) return c.run();
   } catch (const akv::Error& e) {
-    std::cerr << "akv: error: " << akv::error_code_name(e.code()) << ": " << e.what() << "\n";
+    // One line whatever bytes the input carried: printable() escapes newlines and the rest.
+    std::cerr << "akv: error: " << akv::error_code_name(e.code()) << ": " << akv::printable(e.what(), 1000) << "\n";
     return 2;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "akv: internal error: out of memory\n";
+    return 3;
   } catch (const std::exception& e) {
-    std::cerr << "akv: internal error: " << e.what() << "\n";
+    std::cerr << "akv: internal error: " << akv::printable(e.what(), 1000) << "\n";
     return 3;
   }
   return 2;

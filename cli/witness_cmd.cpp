@@ -1,10 +1,14 @@
-// akv witness FILE [--evict N[,M...] | --evict-poisoned] [--model tiny|small] [--seed S]
-//                  [--backend reference|cpu] [--isa auto|portable|avx2|avx512] [--threads N] [--json]
-// Exit 0 exact (evict == never, bit for bit), 1 not exact, 2 bad input (spec/operations.md O5).
+// akv witness FILE [--evict N[,M...] | --evict-poisoned] [--model tiny|small|bench] [--seed S]
+//                  [--backend NAME] [--isa auto|portable|avx2|avx512] [--threads N] [--json]
+// Exit 0 exact (evict == never, bit for bit), 1 not exact, 2 bad input (spec/operations.md O5,
+// spec/input.md IN4-IN6).
 #include <iostream>
 #include <memory>
 
 #include "cli/commands.hpp"
+#include "cli/options.hpp"
+#include "optimized/cpu/thread_pool.hpp"
+#include "verify/backends.hpp"
 #include "verify/witness.hpp"
 
 namespace akv::cli {
@@ -12,7 +16,7 @@ namespace akv::cli {
 namespace {
 struct WitnessArgs {
   std::string file;
-  std::vector<size_t> evict;
+  std::string evict;  // "3,5": parsed strictly by index_list
   bool evict_poisoned = false;
   bool json = false;
   WitnessOptions opt;
@@ -21,14 +25,14 @@ struct WitnessArgs {
 int run_witness_cmd(const WitnessArgs& a) {
   const Conversation conv = load_conversation(a.file);
   WitnessOptions opt = a.opt;
-  opt.evict = a.evict;
+  if (!a.evict_poisoned && !a.evict.empty()) opt.evict = index_list("--evict", a.evict);
   const WitnessReport r = run_witness(conv, opt);
   if (a.json) {
     nlohmann::json j = to_json(r);
     j["file"] = a.file;
-    std::cout << j.dump(2) << "\n";
+    print_json(j);
   } else {
-    std::cout << a.file << "\n" << to_text(r);
+    std::cout << a.file + "\n" + to_text(r) << std::flush;
   }
   return r.exact() ? 0 : 1;
 }
@@ -37,14 +41,26 @@ int run_witness_cmd(const WitnessArgs& a) {
 Command add_witness(CLI::App& app) {
   auto a = std::make_shared<WitnessArgs>();
   auto* w = app.add_subcommand("witness", "Evict spans from a conversation and compare with a never-shown run, bit for bit");
-  w->add_option("FILE", a->file, "Conversation: OpenAI chat JSON with \"messages\" (and optional \"poisoned\")")->required();
-  auto* ev = w->add_option("--evict", a->evict, "Message indexes to evict (comma-separated)")->delimiter(',');
+  w->add_option("FILE", a->file, "Conversation: OpenAI chat JSON with \"messages\" (and optional \"poisoned\")")
+      ->required()
+      ->check(nonempty());
+  // A string, split by index_list: "" or "1,,2" is an error, never "message 0" (IN4).
+  auto* ev = w->add_option("--evict", a->evict, "Message indexes to evict (comma-separated)")->check(nonempty());
   w->add_flag("--evict-poisoned", a->evict_poisoned, "Evict the conversation's \"poisoned\" messages (the default)")->excludes(ev);
-  w->add_option("--model", a->opt.model, "Model config: tiny | small | bench")->capture_default_str();
-  w->add_option("--seed", a->opt.seed, "Weight seed")->capture_default_str();
-  w->add_option("--backend", a->opt.backend, "Backend: reference | cpu")->capture_default_str();
-  w->add_option("--isa", a->opt.isa, "cpu backend ISA: auto | portable | avx2 | avx512 (overrides $AKV_ISA)")->capture_default_str();
-  w->add_option("--threads", a->opt.threads, "cpu backend threads (0: $AKV_THREADS, else 2)")->capture_default_str();
+  w->add_option("--model", a->opt.model, "Model config: " + names_help(config_names()))
+      ->capture_default_str()
+      ->check(nonempty());
+  w->add_option("--seed", a->opt.seed, "Weight seed")->capture_default_str()->check(decimal(0, UINT64_MAX));
+  w->add_option("--backend", a->opt.backend, "Backend: " + names_help(known_backend_names()) + " (those this build has: " +
+                                                 names_help(backend_names()) + ")")
+      ->capture_default_str()
+      ->check(nonempty());
+  w->add_option("--isa", a->opt.isa, "cpu backend ISA: auto | portable | avx2 | avx512 (overrides $AKV_ISA)")
+      ->capture_default_str()
+      ->check(nonempty());
+  w->add_option("--threads", a->opt.threads, "cpu backend threads (0: $AKV_THREADS, else 2)")
+      ->capture_default_str()
+      ->check(decimal(0, cpu::kMaxThreads));
   w->add_flag("--json", a->json, "Print one JSON object instead of text");
   return {w, [a] { return run_witness_cmd(*a); }};
 }

@@ -1,4 +1,5 @@
-// OpenAI chat messages -> one span of tokens per message (spec/model.md M5).
+// OpenAI chat messages -> one span of tokens per message (spec/model.md M5, spec/input.md
+// IN1-IN3).
 #pragma once
 #include <optional>
 #include <string>
@@ -12,47 +13,72 @@ namespace akv {
 struct ToolCall {
   std::string id;
   std::string name;
-  std::string arguments;  // JSON text, as the API carries it
+  std::string arguments;  // function: the JSON text the API carries; custom: the input text
+  std::string kind = "function";  // "function" (arguments) or "custom" (free-form input)
 };
 
 struct Message {
-  std::string role;  // system | user | assistant | tool
+  std::string role;  // system | developer | user | assistant | tool | function (IN1)
   std::string content;
-  std::string name;          // tool messages: the function's name (optional)
+  std::string name;          // the author's name; tool and function messages: the function's
   std::string tool_call_id;  // tool messages (optional)
-  std::vector<ToolCall> tool_calls;  // assistant messages
+  std::string refusal;       // assistant messages: the refusal field, then refusal parts
+  std::vector<ToolCall> tool_calls;  // assistant messages: the legacy function_call first
   /// Raw token ids (the "tokens" key): when present the span is exactly these ids, and the
-  /// message carries no content, name, tool_call_id or tool_calls (spec/model.md M5).
+  /// message carries no content, name, tool_call_id, refusal or tool_calls (spec/model.md M5).
   std::optional<std::vector<Token>> tokens;
 };
 
 /// A conversation file: OpenAI chat JSON with a top-level "messages" array and an optional
-/// "poisoned" array of message indexes (other keys are ignored).
+/// "poisoned" array of message indexes.
 struct Conversation {
   std::vector<Message> messages;
   std::vector<size_t> poisoned;
+  /// Fields that never reach a model, as paths ("source", "messages[3].id"): read, not
+  /// serialised, listed in reports as ignored (IN2).
+  std::vector<std::string> ignored;
+  /// The file it was read from ("" when parsed from text): errors name it.
+  std::string source;
 };
 
-/// Parses a conversation. Throws Error(kBadInput) with a message naming the problem and
-/// where: malformed JSON, missing or non-array "messages", empty conversation, unknown
-/// role, content of a wrong type, a "poisoned" index out of range or repeated; a "tokens"
-/// key that is not a non-empty array of integers in [0, 2^31), or that comes with content,
-/// name, tool_call_id or tool_calls.
+/// The parser's limits (IN3): a file of at most kMaxConversationBytes, no value nested deeper
+/// than kMaxJsonDepth arrays/objects (the top-level object is depth 1).
+inline constexpr size_t kMaxConversationBytes = size_t{64} << 20;
+inline constexpr int kMaxJsonDepth = 256;
+
+/// Parses a conversation. Throws Error(kBadInput) with a one-line message naming the problem
+/// and where (`messages[3].role: unknown role 'robot' ...`): malformed JSON or UTF-8, too
+/// large or too deeply nested, missing or empty "messages", unknown role, a field of a wrong
+/// type or on the wrong role, a field that reaches the model but has no token form (image,
+/// audio or file parts, "audio"), an unknown field, a "poisoned" entry that is not an
+/// integer, out of range or repeated; a "tokens" key that is not a non-empty array of integers
+/// in [0, 2^31), or that comes with content, name, tool_call_id, refusal or tool calls.
 Conversation parse_conversation(std::string_view json);
 
-/// Reads and parses a file; an unreadable file is Error(kBadInput).
+/// Reads and parses a file; errors are prefixed with the path. A missing or unreadable path,
+/// a directory, or a file over kMaxConversationBytes is Error(kBadInput).
 Conversation load_conversation(const std::string& path);
 
-/// The span of one message (M5):
-///   system/user:  <|role|> content <|end|>
-///   assistant:    <|assistant|> content { <|call|> name <|args|> arguments <|id|> id } <|end|>
-///   tool:         <|tool|> name <|id|> tool_call_id <|result|> content <|end|>
+/// The span of one message (IN1):
+///   system:     <|system|> [<|name|> name] content <|end|>
+///   developer:  <|developer|> [<|name|> name] content <|end|>
+///   user:       <|user|> [<|name|> name] content <|end|>
+///   assistant:  <|assistant|> [<|name|> name] content [<|refusal|> refusal] {call} <|end|>
+///               call = <|call|> name <|args|> arguments [<|id|> id]   (function)
+///                    | <|call|> name <|input|> input [<|id|> id]      (custom)
+///   tool:       <|tool|> name [<|id|> tool_call_id] <|result|> content <|end|>
+///   function:   <|function|> name <|result|> content <|end|>
 /// Empty optional fields drop their marker with them (no <|id|> without an id).
 /// A message with raw "tokens" is exactly those ids (no role or end marker added).
 std::vector<Token> encode_message(const Message& m);
 
-/// Serialises a conversation back to JSON (messages and poisoned), the inverse of parse;
-/// a message with raw tokens is written as {"role", "tokens"}.
+/// Checks every raw token id against the vocabulary. Throws Error(kInvalidToken) naming the
+/// file (when known), the message index and the token index: `f.json: messages[2].tokens[5]:
+/// token id 300 outside the vocabulary [0, 288)`.
+void check_token_ids(const Conversation& c, int vocab);
+
+/// Serialises a conversation back to JSON (messages and poisoned), the inverse of parse: the
+/// same text gives the same spans; a message with raw tokens is written as {"role", "tokens"}.
 std::string conversation_to_json(const Conversation& c);
 
 }  // namespace akv

@@ -16,8 +16,11 @@ enum class ErrorCode {
   kInvalidToken,     // token id outside [0, vocab)
   kEmptyCache,       // next-token logits asked of an empty session
   kBadInput,         // malformed conversation file, unknown role, index out of range
-  kUnknownModel,     // a model or backend name that does not exist
-  kBadModel,         // a model file that is malformed, truncated or unsupported (spec/gguf.md F9)
+  kUnknownModel,     // a model name that does not exist
+  kUnknownBackend,   // a backend name that does not exist
+  kBackendUnavailable,  // a backend akv knows that this build or machine lacks (cuda without a device)
+  kOutOfResources,   // the machine refused a resource: threads that cannot start
+  kBadModel,         // a model file that is malformed, truncated or unsupported (spec/gguf.md)
 };
 
 /// The name of an error code, as printed in messages and JSON ("unknown_span", ...).

@@ -17,7 +17,12 @@ inline constexpr Token kCall = 261;       // <|call|>      starts a tool call: n
 inline constexpr Token kArgs = 262;       // <|args|>      the call's JSON arguments follow
 inline constexpr Token kId = 263;         // <|id|>        a tool-call id follows
 inline constexpr Token kResult = 264;     // <|result|>    a tool result's content follows
-inline constexpr Token kFirstReserved = 265;  // 265..vocab-1: reserved, valid, never emitted
+inline constexpr Token kDeveloper = 265;  // <|developer|> opens a developer message (IN1)
+inline constexpr Token kFunction = 266;   // <|function|>  opens a legacy function result
+inline constexpr Token kName = 267;       // <|name|>      the author's name follows
+inline constexpr Token kRefusal = 268;    // <|refusal|>   an assistant's refusal text follows
+inline constexpr Token kInput = 269;      // <|input|>     a custom tool call's input follows
+inline constexpr Token kFirstReserved = 270;  // 270..vocab-1: reserved, valid, never emitted
 
 /// Appends the UTF-8 bytes of `s` as tokens 0..255.
 void append_bytes(std::vector<Token>& out, std::string_view s);

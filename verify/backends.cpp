@@ -2,6 +2,7 @@
 
 #include "optimized/cpu/cpu_backend.hpp"
 #include "reference/error.hpp"
+#include "reference/strict.hpp"
 #ifdef AKV_HAVE_CUDA_EMU
 #include "optimized/cuda/emu/emu_backend.hpp"
 #endif
@@ -24,6 +25,8 @@ std::vector<std::string> backend_names() {
   return names;
 }
 
+std::vector<std::string> known_backend_names() { return {"reference", "cpu", "cuda-emu", "cuda"}; }
+
 std::unique_ptr<Backend> make_backend(const std::string& name, std::shared_ptr<const Model> model,
                                       const BackendOptions& opt) {
   if (name == "reference") return make_reference_backend(std::move(model));
@@ -34,12 +37,16 @@ std::unique_ptr<Backend> make_backend(const std::string& name, std::shared_ptr<c
 #ifdef AKV_HAVE_CUDA
   if (name == "cuda") {
     if (cuda_device_count() > 0) return make_cuda_backend(std::move(model));
-    throw Error(ErrorCode::kUnknownModel, "backend 'cuda' needs a CUDA device, and none was found");
+    throw Error(ErrorCode::kBackendUnavailable, "backend 'cuda' needs a CUDA device, and none was found");
   }
 #endif
   std::string known;
   for (const auto& n : backend_names()) known += (known.empty() ? "" : ", ") + n;
-  throw Error(ErrorCode::kUnknownModel, "unknown backend '" + name + "' (expected one of: " + known + ")");
+  for (const auto& n : known_backend_names())
+    if (n == name)
+      throw Error(ErrorCode::kBackendUnavailable, "backend '" + name + "' is not in this build or on this machine (available: " +
+                                                      known + ")");
+  throw Error(ErrorCode::kUnknownBackend, "unknown backend '" + printable(name, 40) + "' (expected one of: " + known + ")");
 }
 
 }  // namespace akv

@@ -12,14 +12,20 @@ namespace akv {
 /// Names of the backends built into this binary, "reference" first.
 std::vector<std::string> backend_names();
 
+/// Every backend name akv knows, built or not: a name here that backend_names() lacks is
+/// Error(kBackendUnavailable), any other Error(kUnknownBackend) (spec/input.md IN7).
+std::vector<std::string> known_backend_names();
+
 /// Options of the backends that have any; the reference ignores them.
 struct BackendOptions {
   std::string isa = "auto";  // cpu: portable | avx2 | avx512 | auto ($AKV_ISA, else the best)
   int threads = 0;           // cpu: 0 means $AKV_THREADS, else 2
 };
 
-/// Backend by name. Throws Error(kUnknownModel) naming the backends that exist, and
-/// Error(kBadInput) for an ISA that is unknown or that this CPU lacks.
+/// Backend by name. Throws Error(kUnknownBackend) for a name akv does not know and
+/// Error(kBackendUnavailable) for one this build or machine lacks, both naming the backends
+/// that exist; Error(kBadInput) for an ISA that is unknown or that this CPU lacks, or threads
+/// outside [0, 256]; Error(kOutOfResources) when the threads cannot start.
 std::unique_ptr<Backend> make_backend(const std::string& name, std::shared_ptr<const Model> model,
                                       const BackendOptions& opt = {});
 

@@ -7,6 +7,7 @@
 
 #include "optimized/cpu/cpu_backend.hpp"
 #include "reference/error.hpp"
+#include "reference/strict.hpp"
 #include "reference/session.hpp"
 #include "verify/backends.hpp"
 #include "verify/compare.hpp"
@@ -47,6 +48,7 @@ WitnessReport run_witness(const Conversation& conv, const WitnessOptions& opt, c
     total += spans.back().size();
   }
   const auto model = make_model(config_by_name(opt.model), opt.seed);
+  check_token_ids(conv, model->config.vocab);
   if (total > static_cast<size_t>(model->config.max_ctx))
     throw Error(ErrorCode::kContextOverflow, fmt::format("conversation is {} tokens, more than model '{}' holds ({})", total,
                                                          opt.model, model->config.max_ctx));
@@ -61,6 +63,7 @@ WitnessReport run_witness(const Conversation& conv, const WitnessOptions& opt, c
   r.seed = opt.seed;
   r.evicted.assign(doomed.begin(), doomed.end());
   r.messages = conv.messages.size();
+  r.ignored_fields = conv.ignored;
 
   // The poisoned session, message by message: span id = message index.
   Session poisoned(*backend_p);
@@ -135,6 +138,7 @@ nlohmann::json to_json(const WitnessReport& r) {
       {"ms_build_poisoned", r.ms_build_poisoned},
       {"ms_evict", r.ms_evict},
       {"ms_build_never", r.ms_build_never},
+      {"ignored_fields", r.ignored_fields},
   };
 }
 
@@ -156,6 +160,12 @@ std::string to_text(const WitnessReport& r) {
                    r.tokens_never ? 100.0 * r.tokens_recomputed / r.tokens_never : 0.0);
   s += fmt::format("  time: build poisoned {:.1f} ms, evict {:.1f} ms, build never-shown {:.1f} ms\n", r.ms_build_poisoned,
                    r.ms_evict, r.ms_build_never);
+  if (!r.ignored_fields.empty()) {
+    std::string list;
+    for (size_t i = 0; i < r.ignored_fields.size() && i < 8; ++i) list += (i ? ", " : "") + printable(r.ignored_fields[i], 60);
+    if (r.ignored_fields.size() > 8) list += fmt::format(", ... ({} in all)", r.ignored_fields.size());
+    s += "  ignored (never reach a model): " + list + "\n";
+  }
   s += r.exact() ? "PASS: evict == never, bit for bit\n" : "FAIL: evict != never\n";
   return s;
 }

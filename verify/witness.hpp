@@ -41,14 +41,17 @@ struct WitnessReport {
   std::string cache_sha256_evicted, cache_sha256_never;
   std::string logits_sha256_evicted, logits_sha256_never, logits_sha256_poisoned;
   double ms_build_poisoned = 0, ms_evict = 0, ms_build_never = 0;
+  std::vector<std::string> ignored_fields;  // the conversation's fields that never reach a model (IN2)
 
   /// Exit 0 condition: caches and next-token logits bitwise equal.
   bool exact() const { return caches_identical && logits_identical; }
 };
 
 /// Runs the witness. Throws Error(kBadInput) when there is nothing to evict, an index is
-/// out of range or repeated, or every message would be evicted; kContextOverflow when the
-/// conversation does not fit the model's context; kUnknownModel for a bad model/backend.
+/// out of range or repeated, or every message would be evicted; kInvalidToken for a raw
+/// token id outside the vocabulary (naming the file, message and token index);
+/// kContextOverflow when the conversation does not fit the model's context; kUnknownModel,
+/// kUnknownBackend or kBackendUnavailable (make_backend) for a bad model or backend.
 WitnessReport run_witness(const Conversation& conv, const WitnessOptions& opt);
 
 /// Makes a backend over a model; the witness makes two (poisoned and never-shown sessions).
@@ -58,7 +61,8 @@ using BackendFactory = std::function<std::unique_ptr<Backend>(std::shared_ptr<co
 /// show that the witness catches a backend that breaks I1.
 WitnessReport run_witness(const Conversation& conv, const WitnessOptions& opt, const BackendFactory& make);
 
-/// The report as one JSON object (keys as the fields above, plus "exact").
+/// The report as one JSON object (keys as the fields above, plus "exact"). Dump it with
+/// json::error_handler_t::replace: it is valid JSON whatever bytes it carries (IN6).
 nlohmann::json to_json(const WitnessReport& r);
 
 /// The report as a few human-readable lines.

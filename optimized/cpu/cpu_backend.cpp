@@ -6,6 +6,9 @@
 #include <map>
 #include <mutex>
 
+#include "reference/error.hpp"
+#include "reference/strict.hpp"
+
 namespace akv::cpu {
 
 std::shared_ptr<const PackedModel> packed_model(const std::shared_ptr<const Model>& m) {
@@ -28,12 +31,13 @@ std::shared_ptr<const PackedModel> packed_model(const std::shared_ptr<const Mode
 }
 
 namespace {
+// 0: $AKV_THREADS, strictly parsed (spec/input.md IN4), else 2.
 int default_threads(int requested) {
+  if (requested < 0 || requested > kMaxThreads)
+    throw Error(ErrorCode::kBadInput, "threads: " + std::to_string(requested) + " outside [0, " +
+                                          std::to_string(kMaxThreads) + "] (0: $AKV_THREADS, else 2)");
   if (requested > 0) return requested;
-  if (const char* env = std::getenv("AKV_THREADS")) {
-    const int n = std::atoi(env);
-    if (n > 0) return n;
-  }
+  if (const auto env = env_decimal("AKV_THREADS", 1, kMaxThreads)) return static_cast<int>(*env);
   return 2;
 }
 }  // namespace

@@ -3,6 +3,7 @@
 #include <cstdlib>
 
 #include "reference/error.hpp"
+#include "reference/strict.hpp"
 
 namespace akv::cpu {
 
@@ -41,12 +42,18 @@ std::vector<Isa> supported_isas() {
 
 Isa resolve_isa(const std::string& requested) {
   std::string name = requested;
+  std::string from = "--isa";
   if (name.empty() || name == "auto") {
-    const char* env = std::getenv("AKV_ISA");
-    name = env ? env : "";
+    name = env_nonempty("AKV_ISA").value_or("");  // set but empty is an error (IN4)
+    from = "$AKV_ISA";
   }
   if (name.empty() || name == "auto") return supported_isas().back();
-  const Isa isa = parse_isa(name);
+  Isa isa;
+  try {
+    isa = parse_isa(name);
+  } catch (const Error& e) {
+    throw Error(e.code(), from + ": " + printable(e.what()));
+  }
   if (!isa_supported(isa))
     throw Error(ErrorCode::kBadInput, std::string("ISA '") + isa_name(isa) + "' is not supported by this CPU");
   return isa;

@@ -1,20 +1,43 @@
 #include "optimized/cpu/thread_pool.hpp"
 
 #include <algorithm>
+#include <new>
+#include <system_error>
+
+#include "reference/error.hpp"
 
 namespace akv::cpu {
 
-ThreadPool::ThreadPool(int threads) : n_(std::max(1, threads)) {
-  for (int t = 1; t < n_; ++t) threads_.emplace_back([this, t] { worker(t); });
+ThreadPool::ThreadPool(int threads) : ThreadPool(threads, [](std::function<void()> body) { return std::thread(std::move(body)); }) {}
+
+ThreadPool::ThreadPool(int threads, const Spawn& spawn) : n_(threads) {
+  if (threads < 1 || threads > kMaxThreads)
+    throw Error(ErrorCode::kBadInput,
+                "threads: " + std::to_string(threads) + " outside [1, " + std::to_string(kMaxThreads) + "]");
+  threads_.reserve(n_ - 1);
+  for (int t = 1; t < n_; ++t) {
+    try {
+      threads_.push_back(spawn([this, t] { worker(t); }));
+    } catch (const std::exception& e) {  // std::system_error (EAGAIN), std::bad_alloc
+      const size_t started = threads_.size();
+      stop_and_join();
+      throw Error(ErrorCode::kOutOfResources, "cannot start " + std::to_string(n_) + " threads (" +
+                                                  std::to_string(started + 1) + " running, then: " + e.what() + ")");
+    }
+  }
 }
 
-ThreadPool::~ThreadPool() {
+ThreadPool::~ThreadPool() { stop_and_join(); }
+
+void ThreadPool::stop_and_join() {
   {
     std::lock_guard<std::mutex> g(mu_);
     stop_ = true;
   }
   start_cv_.notify_all();
-  for (auto& t : threads_) t.join();
+  for (auto& t : threads_)
+    if (t.joinable()) t.join();
+  threads_.clear();
 }
 
 namespace {

@@ -11,10 +11,21 @@
 
 namespace akv::cpu {
 
+/// The most threads a pool takes (spec/input.md IN4: --threads and $AKV_THREADS are checked
+/// against it).
+inline constexpr int kMaxThreads = 256;
+
 class ThreadPool {
  public:
-  /// `threads` >= 1 workers in all, the calling thread included.
+  /// Starts one thread running `body`; std::thread's constructor, or a test's that fails.
+  using Spawn = std::function<std::thread(std::function<void()> body)>;
+
+  /// `threads` in [1, kMaxThreads] workers in all, the calling thread included (else
+  /// Error(kBadInput)). When a thread cannot start (std::system_error, std::bad_alloc), the
+  /// ones already started are stopped and joined and Error(kOutOfResources) says
+  /// "cannot start N threads" (spec/input.md IN7).
   explicit ThreadPool(int threads);
+  ThreadPool(int threads, const Spawn& spawn);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
@@ -28,6 +39,7 @@ class ThreadPool {
 
  private:
   void worker(int t);
+  void stop_and_join();
 
   int n_;
   std::vector<std::thread> threads_;

@@ -1,5 +1,7 @@
 #include "verify/bounds/end_to_end.hpp"
 
+#include <cmath>
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -93,6 +95,7 @@ BoundsReport run_bounds(const std::shared_ptr<const Model>& model, uint64_t seed
       bb.max_error = std::max(bb.max_error, err);
       bb.max_fraction = std::max(bb.max_fraction, l.bound > 0 ? err / l.bound : (err > 0 ? 1e300 : 0.0));
     }
+    if (!std::isfinite(l.bound)) ++r.vacuous;
     if (l.error == 0) ++r.exact_logits;
     else ratios.push_back(l.bound / l.error);
     r.max_error = std::max(r.max_error, l.error);
@@ -115,7 +118,8 @@ nlohmann::json to_json(const BoundsReport& r) {
                       {"exact_logits", r.exact_logits}, {"max_error", r.max_error}, {"max_bound", r.max_bound},
                       {"min_ratio", r.min_ratio}, {"median_ratio", r.median_ratio}, {"max_ratio", r.max_ratio},
                       {"ms_float", r.ms_float}, {"ms_enclosure", r.ms_enclosure}, {"ms_oracle", r.ms_oracle},
-                      {"max_terms", r.max_terms}, {"symbols", r.symbols}, {"sound", r.sound()}};
+                      {"max_terms", r.max_terms}, {"symbols", r.symbols}, {"sound", r.sound()},
+                      {"vacuous", r.vacuous}, {"verdict", r.verdict()}};
   nlohmann::json bs = nlohmann::json::array();
   for (const BackendBound& b : r.backends)
     bs.push_back({{"name", b.name}, {"max_error", b.max_error}, {"max_fraction_of_bound", b.max_fraction},
@@ -141,16 +145,20 @@ std::string to_text(const BoundsReport& r) {
                      ratio);
   }
   s += fmt::format(
-      "{}: model {} seed {}, {} tokens, {} logits: {} violations, enclosure bitwise {}, max error {:.3g}, "
+      "{}: model {} seed {}, {} tokens, {} logits: {} violations, {} vacuous (+inf) bounds, enclosure bitwise {}, max error {:.3g}, "
       "max bound {:.3g}, ratio bound/error min {:.3g} median {:.3g} max {:.3g} ({} exact); oracle {} bits; "
       "float {:.0f} ms, enclosure {:.0f} ms, oracle {:.0f} ms\n",
-      r.sound() ? "SOUND" : "VIOLATED", r.model, r.seed, r.tokens, r.logits.size(), r.violations,
+      r.verdict(), r.model, r.seed, r.tokens, r.logits.size(), r.violations, r.vacuous,
       r.enclosure_bitwise ? "yes" : "NO", r.max_error, r.max_bound, r.min_ratio, r.median_ratio, r.max_ratio,
       r.exact_logits, r.oracle_bits, r.ms_float, r.ms_enclosure, r.ms_oracle);
   for (const BackendBound& b : r.backends)
     s += fmt::format("  backend {:<10} max error {:.3g}, max error/bound {:.3g}, {} violations\n", b.name, b.max_error,
                      b.max_fraction, b.violations);
   s += fmt::format("  enclosure: {} symbols, at most {} terms per value\n", r.symbols, r.max_terms);
+  if (r.vacuous > 0)
+    s += fmt::format("  VACUOUS: {} of {} bounds are +inf, so they check nothing; more --terms or fewer --max-tokens "
+                     "may give finite bounds\n",
+                     r.vacuous, r.logits.size());
   return s;
 }
 

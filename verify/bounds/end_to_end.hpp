@@ -45,13 +45,22 @@ struct BoundsReport {
   bool enclosure_bitwise = false;  // the enclosure's values are the float reference's bits
   size_t violations = 0;           // logits of any backend with error > bound (1 + 2^-200) (B12's slack)
   size_t exact_logits = 0;         // logits with error 0 (no ratio)
+  size_t vacuous = 0;              // logits whose bound is +inf or NaN: nothing was checked (B15)
   double max_error = 0, max_bound = 0;
   double min_ratio = 0, median_ratio = 0, max_ratio = 0;  // bound / error over error > 0
   double ms_float = 0, ms_enclosure = 0, ms_oracle = 0;
 
-  /// Exit-0 condition of `akv bounds`: every backend's every logit within its bound, the
-  /// enclosure's values bitwise the reference's.
-  bool sound() const { return violations == 0 && enclosure_bitwise; }
+  /// Exit-0 condition of `akv bounds`: every backend's every logit within its bound, every
+  /// bound finite (a +inf bound holds vacuously and checks nothing, B15), the enclosure's
+  /// values bitwise the reference's.
+  bool sound() const { return violations == 0 && enclosure_bitwise && vacuous == 0; }
+
+  /// "SOUND", "VIOLATED" (a bound broken or the enclosure's values not the reference's) or
+  /// "VACUOUS" (no violation, but some bound is +inf: the check checked nothing there).
+  std::string verdict() const {
+    if (violations > 0 || !enclosure_bitwise) return "VIOLATED";
+    return vacuous > 0 ? "VACUOUS" : "SOUND";
+  }
 };
 
 /// Runs `tokens` (n >= 1, each in [0, vocab), n <= max_ctx) through the backends, the

@@ -16,7 +16,8 @@ namespace akv::prop {
 std::shared_ptr<const Model> model_for(const gen::ModelChoice& m);
 
 /// A fresh backend `name` on `model` (verify/backends.hpp), or from the factory of the
-/// running property's Context when it has one; Error(kUnknownModel) if unknown.
+/// running property's Context when it has one; Error(kUnknownBackend) if unknown,
+/// Error(kBackendUnavailable) if this build or machine lacks it.
 std::unique_ptr<Backend> backend_for(const std::string& name, std::shared_ptr<const Model> model);
 
 /// Sets the factory backend_for uses (null: by name); the harness sets it per property run.
