@@ -7,6 +7,7 @@
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,8 @@ inline std::vector<BackendCase> cpu_cases() {
   return v;
 }
 inline std::string case_name(const ::testing::TestParamInfo<BackendCase>& i) { return i.param.label(); }
+/// How GoogleTest prints the parameter (ctest's "GetParam() = ..."): the label, not raw bytes.
+inline void PrintTo(const BackendCase& c, std::ostream* os) { *os << c.label(); }
 
 /// GTEST_SKIPs (with the reason) when this CPU cannot run the case's ISA.
 #define AKV_SKIP_UNSUPPORTED(c)                                                                  \
