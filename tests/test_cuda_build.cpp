@@ -8,6 +8,8 @@
 #include <fstream>
 #include <regex>
 #include <sstream>
+
+#include "text_file.hpp"
 #include <string>
 
 #include "support.hpp"
@@ -16,12 +18,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string read(const fs::path& p) {
-  std::ifstream f(p);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
+using akv::test::read_text;
 
 fs::path cuda_dir() { return fs::path(akv::test::source_dir()) / "optimized" / "cuda"; }
 
@@ -41,7 +38,7 @@ std::vector<fs::path> kernel_sources() {
 TEST(G1_Build, NvccFlagsKeepIeeeArithmetic) {
   // The CMake code without its comments (which may name the flags they forbid).
   std::string cm;
-  std::stringstream lines(read(cuda_dir() / "CMakeLists.txt"));
+  std::stringstream lines(read_text(cuda_dir() / "CMakeLists.txt"));
   for (std::string line; std::getline(lines, line);)
     if (line.find_first_not_of(" \t") == std::string::npos || line[line.find_first_not_of(" \t")] != '#') cm += line + "\n";
   ASSERT_NE(cm.find("akv_cuda"), std::string::npos);
@@ -55,7 +52,7 @@ TEST(G1_Build, KernelSourcesUseNoFastOrReducedPrecisionPath) {
   const auto srcs = kernel_sources();
   ASSERT_GE(srcs.size(), 8u);
   for (const auto& p : srcs) {
-    const std::string t = read(p);
+    const std::string t = read_text(p);
     for (const char* bad : {"__expf", "__fdividef", "__fmul_", "__fadd_", "__frcp", "rsqrtf", "__saturatef",
                             "TF32", "tf32", "cublas", "wmma", "mma.sync", "__half"})
       EXPECT_EQ(t.find(bad), std::string::npos) << p << " uses " << bad;
@@ -64,7 +61,7 @@ TEST(G1_Build, KernelSourcesUseNoFastOrReducedPrecisionPath) {
 
 TEST(G7_NoAtomics, NoKernelReductionDependsOnScheduling) {
   for (const auto& p : kernel_sources()) {
-    const std::string t = read(p);
+    const std::string t = read_text(p);
     // atomicAdd(...), std::atomic, cuda::atomic_ref, warp shuffles and reductions: all absent.
     EXPECT_FALSE(std::regex_search(t, std::regex(R"((atomic[A-Z]\w*\s*\(|std::atomic|cuda::atomic|__shfl|__reduce_|cooperative_groups))")))
         << p << " uses an atomic or a warp/grid-level reduction primitive";

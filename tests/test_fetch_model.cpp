@@ -13,15 +13,11 @@
 #include <sstream>
 
 #include "support.hpp"
+#include "text_file.hpp"
 
 namespace {
 
-std::string read_text(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
+using akv::test::read_text;
 
 // Runs `cmd` through the shell; returns (exit status, stdout + stderr).
 std::pair<int, std::string> run(const std::string& cmd) {

@@ -9,16 +9,13 @@
 #include <set>
 #include <sstream>
 
+#include "text_file.hpp"
+
 namespace fs = std::filesystem;
 
 namespace {
 
-std::string read(const fs::path& p) {
-  std::ifstream f(p);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
+using akv::test::read_text;
 
 struct Clause {
   std::string file;
@@ -30,7 +27,7 @@ std::map<std::string, Clause> clauses() {
   const std::regex head(R"(^#{1,6} \[([A-Z]{1,3}[0-9]+)\](.*)$)");
   for (const auto& e : fs::directory_iterator(fs::path(AKV_SOURCE_DIR) / "spec")) {
     if (e.path().extension() != ".md") continue;
-    std::stringstream s(read(e.path()));
+    std::stringstream s(read_text(e.path()));
     std::string line;
     while (std::getline(s, line)) {
       std::smatch m;
@@ -50,7 +47,7 @@ std::set<std::string> named_by_tests() {
   for (const auto& e : fs::recursive_directory_iterator(fs::path(AKV_SOURCE_DIR) / "tests")) {
     const auto ext = e.path().extension();
     if (ext != ".cpp" && ext != ".hpp" && ext != ".cu") continue;
-    const std::string text = read(e.path());
+    const std::string text = read_text(e.path());
     for (std::sregex_iterator it(text.begin(), text.end(), name), end; it != end; ++it) out.insert((*it)[1]);
   }
   return out;

@@ -18,18 +18,14 @@
 #include "reference/error.hpp"
 #include "reference/prng.hpp"
 #include "verify/digest.hpp"
+#include "../text_file.hpp"
 
 using namespace akv;
 using namespace akv::model;
 
 namespace {
 
-std::string read_text(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
+using akv::test::read_text;
 
 // gguf-py's digests, written by scripts/crosscheck-gguf; fails the test when absent.
 nlohmann::json digests() {
