@@ -1,0 +1,32 @@
+#include "reference/chat_encoder.hpp"
+
+#include "reference/tokenizer.hpp"
+
+namespace akv {
+
+namespace {
+class FixtureEncoder final : public ChatEncoder {
+ public:
+  explicit FixtureEncoder(int vocab) : vocab_(vocab) {}
+  std::string name() const override { return "fixture"; }
+  EncodedConversation encode(const Conversation& c) const override {
+    check_token_ids(c, vocab_);
+    EncodedConversation e;
+    for (const Message& m : c.messages) e.spans.push_back(encode_message(m));
+    return e;
+  }
+  std::vector<Token> tokenize(std::string_view text) const override {
+    std::vector<Token> out;
+    tok::append_bytes(out, text);
+    return out;
+  }
+  std::string render(const std::vector<Token>& ids) const override { return tok::render(ids); }
+
+ private:
+  int vocab_;
+};
+}  // namespace
+
+std::shared_ptr<const ChatEncoder> make_fixture_encoder(int vocab) { return std::make_shared<FixtureEncoder>(vocab); }
+
+}  // namespace akv

@@ -1,0 +1,46 @@
+// A conversation's token form under one model's tokenizer and chat template: the seam between
+// the parsed messages (reference/chat.hpp) and the spans a Session appends (spec/input.md IN1,
+// spec/tokenizer.md for real models).
+#pragma once
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "reference/chat.hpp"
+
+namespace akv {
+
+/// A conversation as spans. `preamble` holds tokens that belong to no message (ChatML's default
+/// system message when message 0 is not `system`); it is appended first, as its own span, and
+/// is never evicted. spans[i] is message i's span (one span per message, IN1).
+struct EncodedConversation {
+  std::vector<Token> preamble;
+  std::vector<std::vector<Token>> spans;
+  size_t tokens() const {
+    size_t n = preamble.size();
+    for (const auto& s : spans) n += s.size();
+    return n;
+  }
+};
+
+/// Turns messages into token spans for one vocabulary. A message with raw "tokens" is exactly
+/// those ids under every encoder. Implementations are immutable and thread-safe.
+class ChatEncoder {
+ public:
+  virtual ~ChatEncoder() = default;
+  /// "fixture" (byte tokens, spec/model.md M5) or "chatml" (a real model's BPE + template).
+  virtual std::string name() const = 0;
+  /// The spans of `c`. Throws Error(kInvalidToken) for a raw id outside the vocabulary.
+  virtual EncodedConversation encode(const Conversation& c) const = 0;
+  /// Plain text -> ids, no template and no special-token parsing (special text stays text).
+  virtual std::vector<Token> tokenize(std::string_view text) const = 0;
+  /// Readable text of ids (specials as their names); for reports and `akv tokenize`.
+  virtual std::string render(const std::vector<Token>& ids) const = 0;
+};
+
+/// The fixture encoder of the synthetic models: encode_message per message, no preamble.
+/// `vocab` bounds raw token ids (check_token_ids).
+std::shared_ptr<const ChatEncoder> make_fixture_encoder(int vocab);
+
+}  // namespace akv
