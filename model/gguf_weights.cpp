@@ -64,7 +64,7 @@ Weights<float> weights_from_gguf(const GgufFile& f, const Config& c) {
     w.layers.push_back(std::move(L));
   }
   w.final_norm = load(f, "output_norm.weight", {h});
-  w.wcls = c.tied_output ? w.tok_emb : load(f, "output.weight", {h, v});
+  if (!c.tied_output) w.wcls = load(f, "output.weight", {h, v});  // tied: classifier() reads tok_emb
   return w;
 }
 
