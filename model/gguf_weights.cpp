@@ -69,7 +69,10 @@ Weights<float> weights_from_gguf(const GgufFile& f, const Config& c) {
 }
 
 std::shared_ptr<const Model> load_gguf_model(const std::string& path, const std::string& name) {
-  const GgufFile f = GgufFile::open(path);
+  return load_gguf_model(GgufFile::open(path), name);
+}
+
+std::shared_ptr<const Model> load_gguf_model(const GgufFile& f, const std::string& name) {
   const Config c = config_from_gguf(f, name);
   auto m = std::make_shared<Model>();
   m->config = c;

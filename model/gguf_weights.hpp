@@ -25,5 +25,7 @@ Weights<float> weights_from_gguf(const GgufFile& f, const Config& cfg);
 
 /// Opens `path`, builds its config (named `name`), weights and RoPE table.
 std::shared_ptr<const Model> load_gguf_model(const std::string& path, const std::string& name);
+/// The same from a file already open.
+std::shared_ptr<const Model> load_gguf_model(const GgufFile& f, const std::string& name);
 
 }  // namespace akv::model
