@@ -1,4 +1,4 @@
-// akv campaign [--cases N] [--seed S] [--backend NAME] [--profile ci|long] [--property ID]...
+// akv campaign [--cases N] [--seed S] [--backend NAME] [--profile ci|long|real] [--property ID]...
 //              [--out DIR]
 // Runs the property suite (verify/props, spec/properties.md) for a chosen number of cases,
 // printing progress and a summary. A failure prints RapidCheck's counterexample, the
@@ -120,7 +120,7 @@ Command add_campaign(CLI::App& app) {
       ->check(decimal(0, UINT64_MAX))
       ->each([a](const std::string&) { a->seed_set = true; });
   c->add_option("--backend", a->backend, "Backend to test: " + names_help(backend_names()))->capture_default_str()->check(nonempty());
-  c->add_option("--profile", a->profile, "Generator profile: ci | long (reaches the model's context)")
+  c->add_option("--profile", a->profile, "Generator profile: ci | long (reaches the model's context) | real (SmolLM2-135M-Instruct)")
       ->capture_default_str()
       ->check(nonempty());
   c->add_option("--property", a->properties, "Property id, suite or substring (repeatable; default: all)")->check(nonempty());

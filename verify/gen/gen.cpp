@@ -6,9 +6,9 @@
 
 namespace akv::gen {
 
-rc::Gen<Token> token() { return rc::gen::inRange<Token>(0, 288); }
+rc::Gen<Token> token(int vocab) { return rc::gen::inRange<Token>(0, vocab); }
 
-rc::Gen<GenSpan> span(size_t max_len) {
+rc::Gen<GenSpan> span(size_t max_len, int vocab) {
   const size_t mid = std::min<size_t>(max_len, 64);
   rc::Gen<size_t> len = rc::gen::weightedOneOf<size_t>({
       {1, rc::gen::just<size_t>(0)},
@@ -19,7 +19,7 @@ rc::Gen<GenSpan> span(size_t max_len) {
   rc::Gen<Role> role = rc::gen::element(Role::kUser, Role::kAssistant, Role::kTool, Role::kSystem);
   return rc::gen::apply(
       [](Role r, std::vector<Token> t) { return GenSpan{r, std::move(t)}; }, role,
-      rc::gen::mapcat(len, [](size_t n) { return rc::gen::container<std::vector<Token>>(n, token()); }));
+      rc::gen::mapcat(len, [vocab](size_t n) { return rc::gen::container<std::vector<Token>>(n, token(vocab)); }));
 }
 
 namespace {
@@ -39,7 +39,8 @@ GenConversation trim(GenConversation c, size_t budget) {
 }  // namespace
 
 rc::Gen<GenConversation> conversation(const Profile& p, size_t budget, size_t min_nonempty) {
-  const rc::Gen<GenSpan> one = span(p.max_span_len);
+  const rc::Gen<GenSpan> one = span(p.max_span_len, p.vocab);
+  const int vocab = p.vocab;
   const size_t max_spans = p.max_spans;
   auto spans = rc::gen::withSize([=](int size) {
     const int k = 1 + static_cast<int>((static_cast<size_t>(std::max(size, 0)) * (max_spans - 1)) / 100);
@@ -56,7 +57,7 @@ rc::Gen<GenConversation> conversation(const Profile& p, size_t budget, size_t mi
     const size_t rest = budget > used ? budget - used : 0;
     auto pad = rc::gen::weightedOneOf<size_t>({{static_cast<size_t>(1000 - fill), rc::gen::just<size_t>(0)},
                                                {static_cast<size_t>(fill), rc::gen::just<size_t>(size_t{rest})}});
-    return rc::gen::map(rc::gen::mapcat(pad, [](size_t n) { return rc::gen::container<std::vector<Token>>(n, token()); }),
+    return rc::gen::map(rc::gen::mapcat(pad, [vocab](size_t n) { return rc::gen::container<std::vector<Token>>(n, token(vocab)); }),
                         [c](std::vector<Token> t) {
                           GenConversation out = c;
                           if (!t.empty()) out.spans.push_back(GenSpan{Role::kTool, std::move(t)});
@@ -67,6 +68,7 @@ rc::Gen<GenConversation> conversation(const Profile& p, size_t budget, size_t mi
 }
 
 rc::Gen<ModelChoice> model_choice(const Profile& p) {
+  if (!p.model.empty()) return rc::gen::just(ModelChoice{p.model, 1});
   const uint64_t max_seed = p.max_seed;
   auto seed = rc::gen::weightedOneOf<uint64_t>({{1, rc::gen::just<uint64_t>(1)}, {3, rc::gen::inRange<uint64_t>(1, max_seed + 1)}});
   auto config = rc::gen::weightedOneOf<std::string>(
@@ -75,7 +77,9 @@ rc::Gen<ModelChoice> model_choice(const Profile& p) {
   return rc::gen::apply([](std::string c, uint64_t s) { return ModelChoice{std::move(c), s}; }, config, seed);
 }
 
-size_t budget_for(const Profile& p, const ModelChoice& m) { return m.config == "small" ? p.small_max_total : p.max_total; }
+size_t budget_for(const Profile& p, const ModelChoice& m) {
+  return p.model.empty() && m.config == "small" ? p.small_max_total : p.max_total;
+}
 
 rc::Gen<GenConversation> real_conversation(const Profile& p, size_t budget) {
   const std::vector<GenConversation>& all = real_conversations();

@@ -11,12 +11,12 @@
 
 namespace akv::gen {
 
-/// A token id in [0, 288), uniform: bytes, specials and reserved ids (one in nine is not a
-/// byte); shrinks towards 0.
-rc::Gen<Token> token();
+/// A token id in [0, vocab), uniform (the fixture's 288: bytes, specials and reserved ids, one
+/// in nine not a byte; a real model's profile passes its vocabulary); shrinks towards 0.
+rc::Gen<Token> token(int vocab = 288);
 
 /// A span of `role` with 0..max_len tokens: empty one time in ten, mostly short.
-rc::Gen<GenSpan> span(size_t max_len);
+rc::Gen<GenSpan> span(size_t max_len, int vocab = 288);
 
 /// 1..p.max_spans spans (more as RapidCheck's size grows), trimmed to `budget` tokens
 /// (spans past the budget are dropped). `min_nonempty` spans hold >= 1 token (redrawn if not).

@@ -18,6 +18,19 @@ Profile ci_profile() {
   return p;
 }
 
+Profile real_profile() {
+  Profile p;
+  p.name = "real";
+  p.model = "smollm2";
+  p.vocab = 49152;
+  p.max_spans = 8;
+  p.max_span_len = 48;
+  p.max_total = 160;
+  p.max_commands = 8;
+  p.state_max_total = 160;
+  return p;
+}
+
 Profile long_profile() {
   Profile p;
   p.name = "long";
@@ -36,7 +49,8 @@ Profile long_profile() {
 Profile profile_by_name(const std::string& name) {
   if (name == "ci") return ci_profile();
   if (name == "long") return long_profile();
-  throw Error(ErrorCode::kBadInput, "unknown profile '" + name + "' (expected ci or long)");
+  if (name == "real") return real_profile();
+  throw Error(ErrorCode::kBadInput, "unknown profile '" + name + "' (expected ci, long or real)");
 }
 
 }  // namespace akv::gen

@@ -17,6 +17,8 @@ struct Profile {
   size_t max_commands = 0;      // stateful test: commands per sequence
   size_t state_max_total = 0;   // stateful test: cache size bound (tiny; small uses small_max_total)
   int fill_per_mille = 0;       // how often a conversation is padded with a last span to exactly its budget
+  std::string model;            // non-empty: every case runs on this model (verify/models.hpp), budget max_total
+  int vocab = 288;              // token ids are drawn from [0, vocab)
 };
 
 /// "ci": tiny model up to 640 tokens, the small model 1 case in 25 with <= 24 tokens.
@@ -26,7 +28,10 @@ Profile ci_profile();
 /// Not run in CI; `akv campaign --profile long`.
 Profile long_profile();
 
-/// By name ("ci", "long"). Throws Error(kBadInput) naming the profiles for any other.
+/// "real": the default real model (SmolLM2-135M-Instruct), token ids over its whole vocabulary,
+/// conversations up to 160 tokens: E1 and I1 on real weights at a CI-sized cost.
+Profile real_profile();
+/// By name ("ci", "long", "real"). Throws Error(kBadInput) naming the profiles for any other.
 Profile profile_by_name(const std::string& name);
 
 }  // namespace akv::gen

@@ -7,6 +7,7 @@
 
 #include "verify/backends.hpp"
 #include "verify/compare.hpp"
+#include "verify/models.hpp"
 
 namespace akv::prop {
 
@@ -17,7 +18,7 @@ std::shared_ptr<const Model> model_for(const gen::ModelChoice& m) {
   const auto key = std::make_pair(m.config, m.seed);
   if (auto it = cache.find(key); it != cache.end()) return it->second;
   if (cache.size() >= 64) cache.clear();  // bound the memory of a long campaign
-  return cache[key] = make_model(config_by_name(m.config), m.seed);
+  return cache[key] = load_model(m.config, m.seed).model;  // a synthetic config or a real model
 }
 
 namespace {

@@ -47,7 +47,7 @@ void check_request(const Context& ctx, const gen::ModelChoice& mc, const gen::Ge
   if (never.spans().empty()) RC_ASSERT_THROWS_AS((void)poisoned.logits(), Error);  // kEmptyCache, as never
 
   // Every logit produced afterwards: one more span, appended to both.
-  const gen::GenSpan extra = *gen::span(16);
+  const gen::GenSpan extra = *gen::span(16, ctx.profile.vocab);
   if (extra.tokens.empty()) return;
   const SpanId next = conv.spans.size();
   gen::GenConversation with_extra = conv;
