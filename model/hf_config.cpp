@@ -131,6 +131,9 @@ Config config_from_hf_json(std::string_view text, const std::string& file, const
   if (c.head_dim % 2 != 0) f.fail("head_dim", std::to_string(c.head_dim) + " is odd (RoPE rotates pairs)");
   if (static_cast<int64_t>(c.n_heads) * c.head_dim > std::numeric_limits<int32_t>::max())
     f.fail("head_dim", "num_attention_heads x head_dim is out of range [1, 2^31)");
+  if (static_cast<uint64_t>(c.max_ctx) * static_cast<uint64_t>(c.head_dim) > kMaxHfRopeFloats)
+    f.fail("max_position_embeddings", std::to_string(c.max_ctx) + " x head_dim " + std::to_string(c.head_dim) +
+                                          " is more than 2^28 RoPE table entries (1 GiB)");
   c.rope_theta = rope_theta(f);
   const json* eps = f.find("rms_norm_eps");
   if (!eps) f.fail("rms_norm_eps", "missing");

@@ -126,6 +126,7 @@ TEST(H6_HfConfig, WrongValuesAreNamed) {
              "'num_attention_heads': 7 does not divide hidden_size 576");
   expect_bad([](json& j) { j["head_dim"] = 63; }, "'head_dim': 63 is odd");
   expect_bad([](json& j) { j["head_dim"] = 1 << 30; }, "'head_dim': num_attention_heads x head_dim is out of range");
+  expect_bad([](json& j) { j["max_position_embeddings"] = (1 << 22) + 1; }, "'max_position_embeddings': 4194305 x head_dim 64 is more than 2^28 RoPE table entries");
   expect_bad([](json& j) { j["tie_word_embeddings"] = 1; }, "'tie_word_embeddings': expected true or false, got an integer");
 }
 
