@@ -1,0 +1,55 @@
+// libFuzzer target for the GGUF reader (spec/gguf.md F2-F7, C1, C3; docs/fuzzing.md).
+// For any bytes: GgufFile::parse either returns or throws akv::Error(kBadModel) with a
+// one-line message; a parsed file has every tensor inside it; config_from_gguf and
+// weights_from_gguf on it return or throw kBadModel the same way, and weights they return
+// have the shapes of the config. Anything else (a crash, a sanitizer report, another
+// exception) is a finding. The RoPE table (load_gguf_model's last step) is not built: its size
+// is the config's context length, not the file's.
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "model/dequant.hpp"
+#include "model/gguf.hpp"
+#include "model/gguf_config.hpp"
+#include "model/gguf_weights.hpp"
+#include "reference/error.hpp"
+
+namespace {
+[[noreturn]] void finding(const char* what) {
+  std::fprintf(stderr, "akv fuzz finding: %s\n", what);
+  std::abort();
+}
+
+void check_error(const akv::Error& e) {
+  if (e.code() != akv::ErrorCode::kBadModel) finding("an error other than bad_model");
+  if (std::string_view(e.what()).find('\n') != std::string_view::npos) finding("an error message of two lines");
+}
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  std::optional<akv::model::GgufFile> f;
+  try {
+    f.emplace(akv::model::GgufFile::parse(std::vector<uint8_t>(data, data + size), "fuzz.gguf"));
+  } catch (const akv::Error& e) {
+    check_error(e);
+    return 0;
+  }
+  for (const akv::model::TensorInfo& t : f->tensors()) {
+    if (t.n_bytes > f->file_size() || f->data_offset() + t.offset > f->file_size() - t.n_bytes) finding("a tensor past the end");
+    if (akv::model::dequantize_supported(t.type) && akv::model::dequantize(t).size() != t.n_elements) finding("a tensor of the wrong size");
+  }
+  try {
+    const akv::Config c = akv::model::config_from_gguf(*f, "fuzz");
+    const akv::Weights<float> w = akv::model::weights_from_gguf(*f, c);
+    if (w.tok_emb.size() != static_cast<size_t>(c.vocab) * c.hidden || w.layers.size() != static_cast<size_t>(c.n_layers) ||
+        w.wcls.size() != w.tok_emb.size())
+      finding("weights of the wrong shape");
+  } catch (const akv::Error& e) {
+    check_error(e);
+  }
+  return 0;
+}
