@@ -5,12 +5,14 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 #include <sys/wait.h>
 
 #include "model/chatml.hpp"
 #include "model/gguf.hpp"
 #include "model/gguf_config.hpp"
 #include "model/gguf_weights.hpp"
+#include "model/hf_weights.hpp"
 #include "model/mapped_file.hpp"
 #include "reference/error.hpp"
 #include "verify/digest.hpp"
@@ -24,6 +26,13 @@ namespace fs = std::filesystem;
 constexpr const char* kRealFile = "SmolLM2-135M-Instruct.Q4_1.gguf";
 constexpr uint64_t kRealSize = 98362432;
 constexpr const char* kRealSha256 = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53";
+
+// A small text file (a tokenizer config); Error(kBadModel) when unreadable or over 16 MiB.
+std::string read_small_text(const std::string& path) {
+  const auto bytes = model::map_file(path);
+  if (bytes->size() > (uint64_t{16} << 20)) throw Error(ErrorCode::kBadModel, path + ": larger than 16 MiB");
+  return std::string(reinterpret_cast<const char*>(bytes->data()), static_cast<size_t>(bytes->size()));
+}
 
 bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
@@ -77,6 +86,31 @@ LoadedModel load_gguf(const std::string& path, const std::string& name) {
   m.real = true;
   return m;
 }
+// A Hugging Face folder (spec/safetensors.md): config.json + safetensors; its tokenizer.json and
+// the chat template of tokenizer_config.json give the encoder (spec/tokenizer.md T1, CT1).
+LoadedModel load_hf(const std::string& dir) {
+  const fs::path tj = fs::path(dir) / "tokenizer.json", tc = fs::path(dir) / "tokenizer_config.json";
+  if (!fs::exists(tj) || !fs::exists(tc))
+    throw Error(ErrorCode::kBadModel, fmt::format("{}: no tokenizer.json and tokenizer_config.json: akv needs the model's own "
+                                                  "tokenizer and chat template (save the tokenizer with the model)",
+                                                  dir));
+  nlohmann::json cfg;
+  try {
+    cfg = nlohmann::json::parse(read_small_text(tc.string()));
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(ErrorCode::kBadModel, fmt::format("{}: not JSON: {}", tc.string(), e.what()));
+  }
+  if (!cfg.is_object() || !cfg.contains("chat_template") || !cfg["chat_template"].is_string())
+    throw Error(ErrorCode::kBadModel, fmt::format("{}: no string 'chat_template'", tc.string()));
+  LoadedModel m;
+  m.encoder = model::make_chatml_encoder(model::BpeTokenizer::from_tokenizer_json(tj.string()),
+                                         cfg["chat_template"].get<std::string>(), tc.string());
+  m.model = model::load_hf_model(dir, dir);
+  m.name = dir;
+  m.source = dir;
+  m.real = true;
+  return m;
+}
 }  // namespace
 
 std::vector<std::string> model_names() {
@@ -101,6 +135,7 @@ std::string default_real_model_path() {
 LoadedModel load_model(const std::string& spec, uint64_t seed) {
   if (spec == kDefaultRealModel) return load_gguf(real_model_file(), kDefaultRealModel);
   if (ends_with(spec, ".gguf")) return load_gguf(spec, spec);
+  if (fs::is_directory(spec)) return load_hf(spec);
   for (const std::string& n : config_names()) {
     if (n != spec) continue;
     LoadedModel m;
@@ -113,7 +148,8 @@ LoadedModel load_model(const std::string& spec, uint64_t seed) {
   std::string names;
   for (const std::string& n : model_names()) names += (names.empty() ? "" : ", ") + n;
   throw Error(ErrorCode::kUnknownModel,
-              fmt::format("unknown model '{}' (models: {}, or a path to a .gguf file)", spec, names));
+              fmt::format("unknown model '{}' (models: {}, a path to a .gguf file, or a Hugging Face model folder)",
+                          spec, names));
 }
 
 }  // namespace akv

@@ -30,7 +30,9 @@ std::vector<std::string> model_names();
 ///   "tiny" | "small" | "bench"  the synthetic model (M3) with weight seed `seed`, fixture encoder;
 ///   "smollm2"                   the cached real model file (fetched with scripts/fetch-model
 ///                               when missing), BPE + ChatML encoder (spec/tokenizer.md);
-///   a path ending in ".gguf"    that llama-arch GGUF file, its own tokenizer and template.
+///   a path ending in ".gguf"    that llama-arch GGUF file, its own tokenizer and template;
+///   a folder                    a Hugging Face model (config.json + safetensors, spec/safetensors.md)
+///                               with its tokenizer.json and tokenizer_config.json's chat template.
 /// Throws Error(kUnknownModel) for any other name (listing the names), Error(kBadModel) for
 /// a file that is missing, malformed or unsupported, naming it and the field.
 LoadedModel load_model(const std::string& spec, uint64_t seed = 1);

@@ -100,7 +100,7 @@ TEST(H8_HfEqualsGguf, SameConfigAndEveryWeightTensor) {
   const Weights<float>&x = m.hf->weights, &y = m.gguf->weights;
   expect_same(x.tok_emb, y.tok_emb, "tok_emb");
   expect_same(x.final_norm, y.final_norm, "final_norm");
-  expect_same(x.wcls, y.wcls, "wcls");
+  expect_same(classifier(x), classifier(y), "W_cls (tied: the embedding)");
   ASSERT_EQ(x.layers.size(), y.layers.size());
   for (size_t l = 0; l < x.layers.size(); ++l) {
     const auto &p = x.layers[l], &q = y.layers[l];
