@@ -64,6 +64,10 @@ Config config_from_gguf(const GgufFile& f, const std::string& name) {
   if (optional(f, "llama.attention.value_length", c.head_dim) != c.head_dim)
     bad(f, "metadata 'llama.attention.value_length'", "differs from the key length " + std::to_string(c.head_dim));
   if (c.head_dim % 2 != 0) bad(f, "metadata 'llama.attention.key_length'", "head dim " + std::to_string(c.head_dim) + " is odd");
+  // The RoPE table holds max_ctx x head_dim floats: a small hostile file must not ask for GiBs.
+  if (static_cast<uint64_t>(c.max_ctx) * static_cast<uint64_t>(c.head_dim) > (uint64_t{1} << 28))
+    bad(f, "metadata 'llama.context_length'", std::to_string(c.max_ctx) + " x head dim " + std::to_string(c.head_dim) +
+                                                  " is more than 2^28 RoPE table entries (1 GiB)");
   if (optional(f, "llama.rope.dimension_count", c.head_dim) != c.head_dim)
     bad(f, "metadata 'llama.rope.dimension_count'", "partial rotary is not supported (head dim " + std::to_string(c.head_dim) + ")");
   if (const auto s = f.find_string("llama.rope.scaling.type"); s && *s != "none")

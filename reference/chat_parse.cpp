@@ -208,6 +208,11 @@ json parse_limited(std::string_view text) {
   if (text.size() > kMaxConversationBytes)
     bad("conversation", std::to_string(text.size()) + " bytes, more than the limit of " +
                             std::to_string(kMaxConversationBytes) + " (spec/input.md IN3)");
+  // nlohmann-json stops at a NUL byte as at the end of input: what follows would be ignored
+  // silently. JSON text never holds a raw NUL (inside strings it is written \u0000).
+  if (const size_t nul = text.find('\0'); nul != std::string_view::npos)
+    throw Error(ErrorCode::kBadInput, "malformed JSON: a NUL byte at offset " + std::to_string(nul) +
+                                          " (JSON text holds none; write \\u0000 inside a string)");
   std::vector<std::set<std::string>> keys;  // the keys seen in each open object, innermost last
   const json::parser_callback_t check = [&keys](int depth, json::parse_event_t event, json& parsed) {
     switch (event) {

@@ -109,6 +109,9 @@ TEST(C1_ConfigFromGguf, Rejections) {
   expect_bad(with(llama_file(), kv_str("llama.block_count", "30")), "metadata 'llama.block_count': expected an integer");
   expect_bad(with(llama_file(), kv<uint32_t>("llama.block_count", 4, 0)), "metadata 'llama.block_count': 0 is out of range");
   expect_bad(with(llama_file(), kv<uint64_t>("llama.context_length", 10, uint64_t{1} << 40)), "metadata 'llama.context_length'");
+  // In range for an int, but its RoPE table would take GiBs: refused before any allocation.
+  expect_bad(with(llama_file(), kv<uint32_t>("llama.context_length", 4, 1u << 30)),
+             "metadata 'llama.context_length': 1073741824 x head dim 2 is more than 2^28 RoPE table entries");
   expect_bad(with(llama_file(), kv<uint32_t>("llama.attention.head_count_kv", 4, 3)),
              "metadata 'llama.attention.head_count_kv': 3 does not divide the head count 4");
   expect_bad(with(without(llama_file(), "llama.attention.head_count_kv"), kv<uint32_t>("llama.attention.head_count", 4, 3)),

@@ -164,6 +164,14 @@ TEST(IN3_ParserLimits, RepeatedKeysAreRejected) {
   EXPECT_NO_THROW(parse_conversation(one(R"({"role": "user", "content": "a"}, {"role": "user", "content": "b"})")));
 }
 
+TEST(IN3_ParserLimits, NulByteIsMalformedNotTheEndOfInput) {
+  // The JSON library would stop at the NUL and accept the conversation, dropping the rest.
+  const std::string good = one(R"({"role": "user", "content": "a"})");
+  EXPECT_NO_THROW(parse_conversation(good));
+  expect_rejected(good + std::string("\0", 1) + "garbage", "a NUL byte at offset");
+  expect_rejected(std::string("\0", 1) + good, "a NUL byte at offset 0");
+}
+
 TEST(IN3_ParserLimits, OversizedTextIsRejectedBeforeParsing) {
   const std::string big(kMaxConversationBytes + 1, ' ');
   expect_rejected(big, "more than the limit");
