@@ -43,6 +43,23 @@ TEST(F1_FetchModel, PinsAgreeWithTheSpec) {
   EXPECT_EQ(m[1].str(), "98362432");
   EXPECT_NE(spec.find("98,362,432"), std::string::npos);
   EXPECT_NE(script.find("\nVERSION=0.1.2\n"), std::string::npos);
+  // The CLI checks the cached file against the same pins before loading it.
+  const std::string models = read_text(akv::test::source_dir() + "/verify/models.cpp");
+  EXPECT_NE(models.find("kRealSha256 = \"" + sha + "\""), std::string::npos) << "verify/models.cpp pins another SHA-256";
+  EXPECT_NE(models.find("kRealSize = 98362432"), std::string::npos) << "verify/models.cpp pins another size";
+}
+
+TEST(F1_FetchModel, TheCliRefusesACachedFileThatIsNotThePinnedOne) {
+  // A file of the right name but other bytes in the cache: never loaded, one-line bad_model.
+  const auto dir = std::filesystem::temp_directory_path() / ("akv_f1_cli_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "SmolLM2-135M-Instruct.Q4_1.gguf") << "GGUF but not the model";
+  const auto [rc, out] = run("AKV_MODELS='" + dir.string() + "' '" + AKV_CLI + "' witness '" + akv::test::example("ja01_banking_bill_important_instructions.json") + "' --model smollm2");
+  std::filesystem::remove_all(dir);
+  EXPECT_EQ(rc, 2) << out;
+  EXPECT_EQ(out.find('\n'), out.size() - 1) << "not one line: " << out;
+  EXPECT_NE(out.find("bad_model"), std::string::npos) << out;
+  EXPECT_NE(out.find("does not match the pinned size and SHA-256"), std::string::npos) << out;
 }
 
 TEST(F1_FetchModel, MissingModelIsOneLineErrorExit2) {
