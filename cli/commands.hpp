@@ -15,5 +15,8 @@ struct Command {
 Command add_witness(CLI::App& app);
 Command add_bounds(CLI::App& app);
 Command add_campaign(CLI::App& app);
+Command add_tokenize(CLI::App& app);
+Command add_logits(CLI::App& app);
+Command add_rope(CLI::App& app);
 
 }  // namespace akv::cli

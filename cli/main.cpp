@@ -16,6 +16,9 @@ int main(int argc, char** argv) {
       akv::cli::add_witness(app),
       akv::cli::add_bounds(app),
       akv::cli::add_campaign(app),
+      akv::cli::add_tokenize(app),
+      akv::cli::add_logits(app),
+      akv::cli::add_rope(app),
   };
 
   try {

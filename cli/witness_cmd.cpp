@@ -1,4 +1,4 @@
-// akv witness FILE [--evict N[,M...] | --evict-poisoned] [--model tiny|small|bench] [--seed S]
+// akv witness FILE [--evict N[,M...] | --evict-poisoned] [--model tiny|small|bench|smollm2|PATH.gguf] [--seed S]
 //                  [--backend NAME] [--isa auto|portable|avx2|avx512] [--threads N] [--json]
 // Exit 0 exact (evict == never, bit for bit), 1 not exact, 2 bad input (spec/operations.md O5,
 // spec/input.md IN4-IN6).
@@ -9,6 +9,7 @@
 #include "cli/options.hpp"
 #include "optimized/cpu/thread_pool.hpp"
 #include "verify/backends.hpp"
+#include "verify/models.hpp"
 #include "verify/witness.hpp"
 
 namespace akv::cli {
@@ -47,7 +48,7 @@ Command add_witness(CLI::App& app) {
   // A string, split by index_list: "" or "1,,2" is an error, never "message 0" (IN4).
   auto* ev = w->add_option("--evict", a->evict, "Message indexes to evict (comma-separated)")->check(nonempty());
   w->add_flag("--evict-poisoned", a->evict_poisoned, "Evict the conversation's \"poisoned\" messages (the default)")->excludes(ev);
-  w->add_option("--model", a->opt.model, "Model config: " + names_help(config_names()))
+  w->add_option("--model", a->opt.model, "Model: " + names_help(model_names()) + " or a PATH.gguf")
       ->capture_default_str()
       ->check(nonempty());
   w->add_option("--seed", a->opt.seed, "Weight seed")->capture_default_str()->check(decimal(0, UINT64_MAX));

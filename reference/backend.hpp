@@ -11,13 +11,25 @@
 
 namespace akv {
 
-/// One append of a batch: a session's cache, its new tokens (m,) and their logits (m, vocab),
-/// with the preconditions of Backend::forward. The caches of one batch are distinct.
+/// Which rows of an append get logits, as llama.cpp's per-token logits flags: a strictly
+/// increasing list of indexes into the append's tokens. A 49152-token vocabulary makes every
+/// unread row 49152 floats and hidden x vocab FLOPs, so callers ask only for what they read.
+using RowList = std::span<const uint32_t>;
+
+/// One append of a batch: a session's cache, its new tokens (m,), the rows whose logits are
+/// wanted (empty: every row) and the logits (rows, vocab), in the order of `rows`. The caches
+/// of one batch are distinct.
 struct BatchItem {
   KVCache* cache = nullptr;
   std::span<const Token> tokens;
   std::span<float> logits;
+  RowList rows;
 };
+
+/// The logits rows of an item: `rows` or, when empty, all m of them.
+inline size_t logit_row_count(const BatchItem& it) { return it.rows.empty() ? it.tokens.size() : it.rows.size(); }
+/// Index into the item's tokens of its j-th logits row.
+inline size_t logit_row(const BatchItem& it, size_t j) { return it.rows.empty() ? j : it.rows[j]; }
 
 class Backend {
  public:
@@ -28,18 +40,23 @@ class Backend {
   virtual const Model& model() const = 0;
 
   /// Runs `tokens` (m,) at positions [cache.size(), cache.size() + m): appends their K/V to
-  /// `cache` and writes their logits to `logits` (m, vocab), row i for tokens[i].
+  /// `cache` and writes the logits of the rows `rows` (strictly increasing indexes into
+  /// tokens; empty: every row) to `logits` (rows, vocab), in the order of `rows`. Only those
+  /// rows go through the final RMSNorm and the classifier.
   /// Preconditions (Session checks them): m >= 1, cache.size() + m <= max_ctx,
-  /// every token in [0, vocab), logits.size() == m * vocab.
-  /// I1: the bits written depend only on the model and the token sequence [0, pos].
-  virtual void forward(KVCache& cache, std::span<const Token> tokens, std::span<float> logits) = 0;
-
-  /// Several appends (of different sessions) in one call. I1: each item's bits are exactly
-  /// what forward() gives it alone. This default runs them one by one; a backend may fuse them.
-  virtual void forward_batch(std::span<const BatchItem> items) {
-    for (const BatchItem& it : items) forward(*it.cache, it.tokens, it.logits);
+  /// every token in [0, vocab), rows in [0, m) increasing, logits.size() == rows * vocab.
+  /// I1: the bits written depend only on the model and the token sequence [0, pos]; not on
+  /// which other rows were asked for.
+  virtual void forward_rows(KVCache& cache, std::span<const Token> tokens, RowList rows, std::span<float> logits) = 0;
+  /// Every row: logits (m, vocab), row i for tokens[i].
+  void forward(KVCache& cache, std::span<const Token> tokens, std::span<float> logits) {
+    forward_rows(cache, tokens, {}, logits);
   }
-
+  /// Several appends (of different sessions) in one call. I1: each item's bits are exactly
+  /// what forward_rows() gives it alone. This default runs them one by one; a backend may fuse them.
+  virtual void forward_batch(std::span<const BatchItem> items) {
+    for (const BatchItem& it : items) forward_rows(*it.cache, it.tokens, it.rows, it.logits);
+  }
   /// Fills every scratch buffer with `value` before each forward call (NaN in debug builds
   /// and tests), or with nothing when unset. Results must not change (I1).
   virtual void set_scratch_poison(std::optional<float> value) = 0;

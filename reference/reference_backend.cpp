@@ -25,11 +25,14 @@ class ReferenceBackend final : public Backend {
   std::string name() const override { return "reference"; }
   const Model& model() const override { return *model_; }
 
-  void forward(KVCache& cache, std::span<const Token> tokens, std::span<float> logits) override {
+  void forward_rows(KVCache& cache, std::span<const Token> tokens, RowList rows, std::span<float> logits) override {
     if (poison_) state_.fill(*poison_);
     const size_t vocab = static_cast<size_t>(model_->config.vocab);
-    for (size_t i = 0; i < tokens.size(); ++i)
-      ref::forward_token(*model_, cache, tokens[i], logits.data() + i * vocab, state_);
+    size_t j = 0;  // next wanted row
+    for (size_t i = 0; i < tokens.size(); ++i) {
+      const bool want = rows.empty() || (j < rows.size() && rows[j] == i);
+      ref::forward_token(*model_, cache, tokens[i], want ? logits.data() + (rows.empty() ? i : j++) * vocab : nullptr, state_);
+    }
   }
 
   void set_scratch_poison(std::optional<float> value) override { poison_ = value; }

@@ -27,12 +27,12 @@ void Session::check_tokens(std::span<const Token> tokens) const {
                                                  std::to_string(c.max_ctx));
 }
 
-std::vector<float> Session::run(std::span<const Token> tokens) {
+std::vector<float> Session::run(std::span<const Token> tokens, RowList rows) {
   const size_t vocab = static_cast<size_t>(model().config.vocab);
   const size_t before = cache_.size();
-  std::vector<float> logits(tokens.size() * vocab);
+  std::vector<float> logits((rows.empty() ? tokens.size() : rows.size()) * vocab);
   try {
-    backend_->forward(cache_, tokens, logits);
+    backend_->forward_rows(cache_, tokens, rows, logits);
   } catch (...) {
     cache_.truncate(before);  // a failed backend call leaves no partial entries
     throw;
@@ -40,7 +40,7 @@ std::vector<float> Session::run(std::span<const Token> tokens) {
   return logits;
 }
 
-std::vector<float> Session::append(SpanId id, std::span<const Token> tokens) {
+std::vector<float> Session::append(SpanId id, std::span<const Token> tokens, LogitRows want) {
   check_tokens(tokens);
   if (evicted_.count(id)) throw Error(ErrorCode::kSpanEvicted, "append: " + span_name(id) + " was evicted");
   const bool extend = !spans_.empty() && spans_.back().id == id;
@@ -48,7 +48,8 @@ std::vector<float> Session::append(SpanId id, std::span<const Token> tokens) {
     throw Error(ErrorCode::kSpanNotAtTail, "append: " + span_name(id) + " is not the last span; only the last can grow");
 
   const size_t start = cache_.size();
-  std::vector<float> logits = run(tokens);
+  const uint32_t last = static_cast<uint32_t>(tokens.size() - 1);
+  std::vector<float> logits = want == LogitRows::kAll ? run(tokens, {}) : run(tokens, RowList(&last, 1));
   const size_t vocab = static_cast<size_t>(model().config.vocab);
   tokens_.insert(tokens_.end(), tokens.begin(), tokens.end());
   entry_span_.insert(entry_span_.end(), tokens.size(), id);
@@ -98,12 +99,16 @@ EvictStats Session::evict(std::span<const SpanId> ids) {
   cache_.truncate(st.truncated_at);
   tokens_.resize(st.truncated_at);
   entry_span_.resize(st.truncated_at);
+  // Only each moved span's last row is read: the rest skip the classifier.
+  std::vector<uint32_t> rows;
+  for (const SpanInfo& s : moved) rows.push_back(static_cast<uint32_t>(s.start + s.length - 1 - st.truncated_at));
   std::vector<float> logits;
-  if (!x.empty()) logits = run(x);
+  if (!x.empty()) logits = run(x, rows);
   const size_t vocab = static_cast<size_t>(model().config.vocab);
-  for (const SpanInfo& s : moved) {
+  for (size_t j = 0; j < moved.size(); ++j) {
+    const SpanInfo& s = moved[j];
     kept.push_back(s);
-    const auto row = logits.begin() + static_cast<std::ptrdiff_t>((s.start + s.length - 1 - st.truncated_at) * vocab);
+    const auto row = logits.begin() + static_cast<std::ptrdiff_t>(j * vocab);
     kept_logits.emplace_back(row, row + static_cast<std::ptrdiff_t>(vocab));
     tokens_.insert(tokens_.end(), x.begin() + static_cast<std::ptrdiff_t>(s.start - st.truncated_at),
                    x.begin() + static_cast<std::ptrdiff_t>(s.start - st.truncated_at + s.length));

@@ -28,16 +28,20 @@ struct EvictStats {
   size_t tokens_recomputed = 0;  // |X|: survivors after truncated_at, re-run through all layers
 };
 
+/// The logits an append returns: every row (m, vocab), or only the last token's (1, vocab).
+/// Only returned rows pass through the final RMSNorm and the classifier (Backend::forward_rows).
+enum class LogitRows { kAll, kLast };
+
 class Session {
  public:
   /// A session over `backend` (not owned; must outlive the session), empty cache.
   explicit Session(Backend& backend);
 
   /// O2. Appends `tokens` (m >= 1) to span `id` at positions [size(), size() + m) and returns
-  /// their logits (m, vocab). `id` is new (a span opened at the tail) or the last live span
+  /// their logits: (m, vocab) for LogitRows::kAll, the last row (1, vocab) for kLast. `id` is new (a span opened at the tail) or the last live span
   /// (extended: decode). Errors, session unchanged: kEmptyInput (m == 0), kInvalidToken,
   /// kContextOverflow (size() + m > max_ctx), kSpanEvicted, kSpanNotAtTail.
-  std::vector<float> append(SpanId id, std::span<const Token> tokens);
+  std::vector<float> append(SpanId id, std::span<const Token> tokens, LogitRows want = LogitRows::kAll);
 
   /// O3. Evicts the spans `ids` at once: truncates the cache at the first one's start and
   /// re-runs every surviving later token, with its span id, at its new position. Entries
@@ -66,8 +70,8 @@ class Session {
 
  private:
   void check_tokens(std::span<const Token> tokens) const;
-  // Runs tokens at the tail and records each span's last-token logits.
-  std::vector<float> run(std::span<const Token> tokens);
+  // Runs tokens at the tail; returns the logits of `rows` (empty: every row).
+  std::vector<float> run(std::span<const Token> tokens, RowList rows);
 
   Backend* backend_;
   KVCache cache_;

@@ -46,9 +46,9 @@ class ChunkSensitive final : public Backend {
   std::string name() const override { return "chunk-sensitive"; }
   const Model& model() const override { return inner_->model(); }
   void set_scratch_poison(std::optional<float> v) override { inner_->set_scratch_poison(v); }
-  void forward(KVCache& c, std::span<const Token> t, std::span<float> l) override {
+  void forward_rows(KVCache& c, std::span<const Token> t, RowList rows, std::span<float> l) override {
     const size_t first = c.size();
-    inner_->forward(c, t, l);
+    inner_->forward_rows(c, t, rows, l);
     if (t.size() > 1) c.k(0)[first * c.kv_dim()] = std::nextafter(c.k(0)[first * c.kv_dim()], INFINITY);
   }
 

@@ -12,6 +12,7 @@
 #include "verify/backends.hpp"
 #include "verify/compare.hpp"
 #include "verify/digest.hpp"
+#include "verify/models.hpp"
 
 namespace akv {
 
@@ -41,22 +42,22 @@ WitnessReport run_witness(const Conversation& conv, const WitnessOptions& opt, c
   if (doomed.size() == conv.messages.size())
     throw Error(ErrorCode::kBadInput, "--evict: evicting every message leaves nothing to compare");
 
-  std::vector<std::vector<Token>> spans;
-  size_t total = 0;
-  for (const Message& m : conv.messages) {
-    spans.push_back(encode_message(m));
-    total += spans.back().size();
-  }
-  const auto model = make_model(config_by_name(opt.model), opt.seed);
-  check_token_ids(conv, model->config.vocab);
+  const LoadedModel lm = load_model(opt.model, opt.seed);
+  const auto& model = lm.model;
+  const EncodedConversation enc = lm.encoder->encode(conv);
+  const std::vector<std::vector<Token>>& spans = enc.spans;
+  const size_t total = enc.tokens();
   if (total > static_cast<size_t>(model->config.max_ctx))
     throw Error(ErrorCode::kContextOverflow, fmt::format("conversation is {} tokens, more than model '{}' holds ({})", total,
-                                                         opt.model, model->config.max_ctx));
+                                                         lm.name, model->config.max_ctx));
   auto backend_p = make(model);
   auto backend_n = make(model);
 
   WitnessReport r;
-  r.model = opt.model;
+  r.model = lm.name;
+  r.model_source = lm.source;
+  r.encoder = lm.encoder->name();
+  r.tokens_preamble = enc.preamble.size();
   r.backend = backend_p->name();
   if (const auto* cb = dynamic_cast<const cpu::CpuBackend*>(backend_p.get()))
     r.isa = fmt::format("{}, {} threads", cpu::isa_name(cb->isa()), cb->threads());
@@ -68,7 +69,8 @@ WitnessReport run_witness(const Conversation& conv, const WitnessOptions& opt, c
   // The poisoned session, message by message: span id = message index.
   Session poisoned(*backend_p);
   auto t0 = Clock::now();
-  for (size_t i = 0; i < spans.size(); ++i) poisoned.append(i, spans[i]);
+  if (!enc.preamble.empty()) poisoned.append(kPreambleSpan, enc.preamble, LogitRows::kLast);
+  for (size_t i = 0; i < spans.size(); ++i) poisoned.append(i, spans[i], LogitRows::kLast);
   r.ms_build_poisoned = ms_since(t0);
   r.tokens_poisoned = poisoned.size();
   const std::vector<float> poison_logits(poisoned.logits().begin(), poisoned.logits().end());
@@ -91,8 +93,9 @@ WitnessReport run_witness(const Conversation& conv, const WitnessOptions& opt, c
   // The never-shown session.
   Session never(*backend_n);
   t0 = Clock::now();
+  if (!enc.preamble.empty()) never.append(kPreambleSpan, enc.preamble, LogitRows::kLast);
   for (size_t i = 0; i < spans.size(); ++i)
-    if (!doomed.count(i)) never.append(i, spans[i]);
+    if (!doomed.count(i)) never.append(i, spans[i], LogitRows::kLast);
   r.ms_build_never = ms_since(t0);
   r.tokens_never = never.size();
 
@@ -113,6 +116,9 @@ WitnessReport run_witness(const Conversation& conv, const WitnessOptions& opt, c
 nlohmann::json to_json(const WitnessReport& r) {
   return {
       {"model", r.model},
+      {"model_source", r.model_source},
+      {"encoder", r.encoder},
+      {"tokens_preamble", r.tokens_preamble},
       {"backend", r.backend},
       {"isa", r.isa},
       {"seed", r.seed},
@@ -146,9 +152,11 @@ std::string to_text(const WitnessReport& r) {
   std::string ev;
   for (size_t i : r.evicted) ev += (ev.empty() ? "" : ",") + std::to_string(i);
   std::string s;
-  s += fmt::format("model {} (seed {}), backend {}{}: {} messages, {} tokens; evicting message(s) {} ({} tokens)\n", r.model,
-                   r.seed, r.backend, r.isa.empty() ? "" : " (" + r.isa + ")", r.messages, r.tokens_poisoned, ev,
-                   r.tokens_evicted);
+  const std::string src = r.model_source.rfind("synthetic", 0) == 0 ? fmt::format("seed {}", r.seed) : r.model_source;
+  s += fmt::format("model {} ({}), backend {}{}: {} messages, {} tokens; evicting message(s) {} ({} tokens)\n", r.model, src,
+                   r.backend, r.isa.empty() ? "" : " (" + r.isa + ")", r.messages, r.tokens_poisoned, ev, r.tokens_evicted);
+  if (r.tokens_preamble)
+    s += fmt::format("  preamble: {} template tokens before message 0 (never evicted)\n", r.tokens_preamble);
   s += fmt::format("  evict-vs-never  max|delta| = {:g}   {}\n", r.evict_vs_never_max_abs,
                    r.exact() ? "(bitwise identical: caches and logits)" : "(NOT identical)");
   s += fmt::format("  poison-vs-never max|delta| = {:g}   {}\n", r.poison_vs_never_max_abs,

@@ -14,7 +14,7 @@
 namespace akv {
 
 struct WitnessOptions {
-  std::string model = "tiny";
+  std::string model = "tiny";   // a name or path load_model (verify/models.hpp) resolves
   uint64_t seed = 1;
   std::string backend = "cpu";  // the default since the cpu backend passes the suite (issue 5)
   std::string isa = "auto";     // cpu: portable | avx2 | avx512 | auto ($AKV_ISA, else the best)
@@ -22,8 +22,14 @@ struct WitnessOptions {
   std::vector<size_t> evict;  // message indexes; empty: the conversation's "poisoned" list
 };
 
+/// The span id of a conversation's preamble (EncodedConversation::preamble): never evicted.
+inline constexpr uint64_t kPreambleSpan = UINT64_MAX;
+
 struct WitnessReport {
   std::string model, backend;
+  std::string model_source;     // "synthetic, seed 1" or the model file read
+  std::string encoder;          // "fixture" or "chatml"
+  size_t tokens_preamble = 0;   // template tokens before message 0 (span kPreambleSpan)
   std::string isa;              // the cpu backend's ISA and threads ("avx2, 2 threads"); empty for the reference
   uint64_t seed = 0;
   std::vector<size_t> evicted;  // message indexes, ascending

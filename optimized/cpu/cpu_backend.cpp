@@ -49,8 +49,8 @@ CpuBackend::CpuBackend(std::shared_ptr<const Model> model, const CpuOptions& opt
       pool_(default_threads(opt.threads)),
       poison_(default_scratch_poison()) {}
 
-void CpuBackend::forward(KVCache& cache, std::span<const Token> tokens, std::span<float> logits) {
-  const BatchItem item{&cache, tokens, logits};
+void CpuBackend::forward_rows(KVCache& cache, std::span<const Token> tokens, RowList rows, std::span<float> logits) {
+  const BatchItem item{&cache, tokens, logits, rows};
   forward_batch(std::span<const BatchItem>(&item, 1));
 }
 
@@ -93,7 +93,17 @@ void CpuBackend::forward_batch(std::span<const BatchItem> items) {
   size(qkv_, R * qkvd);
   size(att_, R * qd);
   size(h_, R * 2 * ffn);
-  size(logits_, R * vocab);
+  // The logits rows: call rows whose logits an item asked for, in item order.
+  out_rows_.clear();
+  {
+    size_t r = 0;
+    for (const BatchItem& it : items) {
+      for (size_t j = 0; j < logit_row_count(it); ++j) out_rows_.push_back(static_cast<int>(r + logit_row(it, j)));
+      r += it.tokens.size();
+    }
+  }
+  const int n_out = static_cast<int>(out_rows_.size());
+  size(logits_, out_rows_.size() * vocab);
 
   const Kernels& k = *k_;
   const float* emb = model_->weights.tok_emb.data();
@@ -169,16 +179,22 @@ void CpuBackend::forward_batch(std::span<const BatchItem> items) {
     matmul(h_.data(), 2 * ffn, P.w2, xb_.data(), d);
     per_row([&](int r) { k.add(x_.data() + static_cast<size_t>(r) * d, xb_.data() + static_cast<size_t>(r) * d, d); });
   }
-  per_row([&](int r) {
-    k.rmsnorm(xb_.data() + static_cast<size_t>(r) * d, x_.data() + static_cast<size_t>(r) * d,
-              model_->weights.final_norm.data(), d, c.rms_eps);
+  // Final RMSNorm and classifier on the wanted rows only, packed densely: a row's bits do not
+  // depend on the rows beside it (K8), so skipping the others changes none.
+  if (n_out == 0) return;
+  pool_.run(n_out, [&](int b, int e) {
+    for (int j = b; j < e; ++j)
+      k.rmsnorm(xb_.data() + static_cast<size_t>(j) * d, x_.data() + static_cast<size_t>(out_rows_[j]) * d,
+                model_->weights.final_norm.data(), d, c.rms_eps);
   });
-  matmul(xb_.data(), d, packed_->wcls, logits_.data(), vocab);
+  const PackedMatrix& cls = packed_->wcls;
+  pool_.run(cls.panels(), [&](int p0, int p1) { k.matmul(xb_.data(), d, n_out, cls, p0, p1, logits_.data(), vocab); });
   {
-    size_t r = 0;
+    size_t j = 0;
     for (const BatchItem& it : items) {
-      std::copy_n(logits_.data() + r * vocab, it.tokens.size() * vocab, it.logits.data());
-      r += it.tokens.size();
+      const size_t n = logit_row_count(it);
+      std::copy_n(logits_.data() + j * vocab, n * vocab, it.logits.data());
+      j += n;
     }
   }
 }

@@ -41,7 +41,7 @@ class CpuBackend final : public Backend {
 
   std::string name() const override { return "cpu"; }
   const Model& model() const override { return *model_; }
-  void forward(KVCache& cache, std::span<const Token> tokens, std::span<float> logits) override;
+  void forward_rows(KVCache& cache, std::span<const Token> tokens, RowList rows, std::span<float> logits) override;
   /// All items' tokens go through each matmul together (rows of one matrix); attention reads
   /// each item's own cache. Bits per item equal forward() alone (K8, I1).
   void forward_batch(std::span<const BatchItem> items) override;
@@ -61,6 +61,7 @@ class CpuBackend final : public Backend {
   // Scratch, (rows, width) each; rows = tokens in the call.
   std::vector<float> x_, xb_, qkv_, att_, h_, logits_;
   std::vector<int> row_item_, row_pos_;
+  std::vector<int> out_rows_;  // call rows whose logits were asked for (BatchItem::rows)
   /// Attention items' token blocks (first row, rows): consecutive tokens of one session (K4).
   std::vector<std::pair<int, int>> blocks_;
   static constexpr int kAttnRows = 8;

@@ -20,9 +20,9 @@ class MutantBackend final : public Backend {
   std::string name() const override { return "mutant"; }
   const Model& model() const override { return inner_->model(); }
   void set_scratch_poison(std::optional<float> v) override { inner_->set_scratch_poison(v); }
-  void forward(KVCache& cache, std::span<const Token> tokens, std::span<float> logits) override {
+  void forward_rows(KVCache& cache, std::span<const Token> tokens, RowList rows, std::span<float> logits) override {
     const size_t first = cache.size();
-    inner_->forward(cache, tokens, logits);
+    inner_->forward_rows(cache, tokens, rows, logits);
     if (m_ == Mutation::kChunkSensitive && tokens.size() >= 2) flip(logits[0]);
     if (m_ == Mutation::kWarmState && calls_++ > 0) flip(cache.k(0)[first * static_cast<size_t>(cache.kv_dim())]);
   }

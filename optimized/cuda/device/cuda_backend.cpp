@@ -69,7 +69,7 @@ class CudaBackend final : public Backend {
   const Model& model() const override { return *model_; }
   void set_scratch_poison(std::optional<float> value) override { poison_ = value; }
 
-  void forward(KVCache& cache, std::span<const Token> tokens, std::span<float> logits) override {
+  void forward_rows(KVCache& cache, std::span<const Token> tokens, RowList rows, std::span<float> logits) override {
     const Config& cfg = model_->config;
     if (cache.size() + tokens.size() > static_cast<size_t>(cfg.max_ctx))  // before any device work
       throw Error(ErrorCode::kContextOverflow, "cuda forward: " + std::to_string(cache.size()) + " cached + " +
@@ -80,9 +80,14 @@ class CudaBackend final : public Backend {
     ensure_partials(cuda::n_splits(static_cast<int>(cache.size() + tokens.size())));
     if (poison_) poison(*poison_);
     const size_t vocab = static_cast<size_t>(model_->config.vocab);
+    size_t j = 0;  // logits rows written so far
     for (size_t at = 0; at < tokens.size(); at += cuda::kMaxRows) {
       const size_t m = std::min<size_t>(cuda::kMaxRows, tokens.size() - at);
-      chunk(cache, tokens.subspan(at, m), logits.data() + at * vocab);
+      std::vector<int> want;  // this chunk's wanted rows, relative to the chunk
+      for (size_t r = 0; r < m; ++r)
+        if (rows.empty() || (j + want.size() < rows.size() && rows[j + want.size()] == at + r)) want.push_back(static_cast<int>(r));
+      chunk(cache, tokens.subspan(at, m), want, logits.data() + j * vocab);
+      j += want.size();
     }
     mirror_of_ = &cache;
     mirror_n_ = cache.size();
@@ -123,7 +128,8 @@ class CudaBackend final : public Backend {
       cuda::dev::fill(b->get(), b->size(), value, nullptr);
   }
 
-  void chunk(KVCache& cache, std::span<const Token> tokens, float* logits) {
+  // Logits only for the chunk rows `want`, written densely to `logits` (want.size(), vocab).
+  void chunk(KVCache& cache, std::span<const Token> tokens, const std::vector<int>& want, float* logits) {
     namespace dv = cuda::dev;
     const Config& c = model_->config;
     const int M = static_cast<int>(tokens.size()), d = c.hidden, qd = c.q_dim(), kvd = c.kv_dim();
@@ -160,13 +166,22 @@ class CudaBackend final : public Backend {
       dv::gemm(xb_.get(), hb_.get(), w.w2.get(), M, c.ffn, d, s);
       dv::add(x_.get(), xb_.get(), static_cast<size_t>(M) * d, s);
     }
-    dv::rmsnorm_rows(xb_.get(), x_.get(), final_norm_.get(), M, d, c.rms_eps, s);
-    dv::gemm(logits_.get(), xb_.get(), wcls_.get(), M, d, c.vocab, s);
+    // Final RMSNorm on the wanted rows, packed densely (one launch when they are all the rows),
+    // then the classifier on those alone: a row's bits never depend on its neighbours (G2).
+    const int n_out = static_cast<int>(want.size());
+    if (n_out == M) {
+      dv::rmsnorm_rows(xb_.get(), x_.get(), final_norm_.get(), M, d, c.rms_eps, s);
+    } else {
+      for (int j = 0; j < n_out; ++j)
+        dv::rmsnorm_rows(xb_.get() + static_cast<size_t>(j) * d, x_.get() + static_cast<size_t>(want[j]) * d,
+                         final_norm_.get(), 1, d, c.rms_eps, s);
+    }
+    if (n_out > 0) dv::gemm(logits_.get(), xb_.get(), wcls_.get(), n_out, d, c.vocab, s);
     // The host cache is the source of truth: copy the new rows and the logits back. A small
     // chunk (decode) goes through one pinned staging area, so its copies queue behind the
     // kernels and the host waits once; a large one is copied straight into the cache, which
     // spares a host-side copy of megabytes (both measured: docs/cuda.md).
-    const size_t rows = static_cast<size_t>(M) * kvd, nlog = static_cast<size_t>(M) * c.vocab;
+    const size_t rows = static_cast<size_t>(M) * kvd, nlog = static_cast<size_t>(n_out) * c.vocab;
     const size_t row0 = static_cast<size_t>(pos0) * kvd;
     if (M <= kStagedRows) {
       float* stage = staging_.at_least(2 * rows * c.n_layers + nlog);

@@ -38,18 +38,27 @@ class CudaEmuBackend final : public Backend {
   const Model& model() const override { return *model_; }
   void set_scratch_poison(std::optional<float> value) override { poison_ = value; }
 
-  void forward(KVCache& cache, std::span<const Token> tokens, std::span<float> logits) override {
+  void forward_rows(KVCache& cache, std::span<const Token> tokens, RowList rows, std::span<float> logits) override {
     if (poison_) s_.fill(*poison_);
     const size_t vocab = static_cast<size_t>(model_->config.vocab);
+    size_t j = 0;  // logits rows written so far
     for (size_t at = 0; at < tokens.size(); at += cuda::kMaxRows) {
       const size_t m = std::min<size_t>(cuda::kMaxRows, tokens.size() - at);
-      chunk(cache, tokens.subspan(at, m), logits.data() + at * vocab);
+      // This chunk's wanted rows, relative to the chunk.
+      std::vector<int> want;
+      for (size_t r = 0; r < m; ++r) {
+        const size_t i = at + r;
+        if (rows.empty() || (j + want.size() < rows.size() && rows[j + want.size()] == i)) want.push_back(static_cast<int>(r));
+      }
+      chunk(cache, tokens.subspan(at, m), want, logits.data() + j * vocab);
+      j += want.size();
     }
   }
 
  private:
   // The device backend's kernel sequence for one chunk of m <= kMaxRows tokens.
-  void chunk(KVCache& cache, std::span<const Token> tokens, float* logits) {
+  // Logits only for the chunk rows `want`, written densely to `logits` (want.size(), vocab).
+  void chunk(KVCache& cache, std::span<const Token> tokens, const std::vector<int>& want, float* logits) {
     const Config& c = model_->config;
     const Weights<float>& W = model_->weights;
     const int M = static_cast<int>(tokens.size()), d = c.hidden, qd = c.q_dim(), kvd = c.kv_dim();
@@ -76,8 +85,12 @@ class CudaEmuBackend final : public Backend {
       gemm(s_.xb.data(), s_.hb.data(), w.w2.data(), M, c.ffn, d);
       add(s_.x.data(), s_.xb.data(), static_cast<size_t>(M) * d);
     }
-    rmsnorm_rows(s_.xb.data(), s_.x.data(), W.final_norm.data(), M, d, c.rms_eps);
-    gemm(logits, s_.xb.data(), W.wcls.data(), M, d, c.vocab);
+    if (want.empty()) return;
+    const int n = static_cast<int>(want.size());
+    for (int j = 0; j < n; ++j)  // one row at a time: a row's bits never depend on its neighbours
+      rmsnorm_rows(s_.xb.data() + static_cast<size_t>(j) * d, s_.x.data() + static_cast<size_t>(want[j]) * d,
+                   W.final_norm.data(), 1, d, c.rms_eps);
+    gemm(logits, s_.xb.data(), W.wcls.data(), n, d, c.vocab);
   }
 
   static void add(float* x, const float* y, size_t n) {

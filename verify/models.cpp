@@ -1,0 +1,145 @@
+#include "verify/models.hpp"
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fmt/format.h>
+#include <sys/wait.h>
+
+#include "model/gguf.hpp"
+#include "model/gguf_config.hpp"
+#include "model/gguf_weights.hpp"
+#include "model/mapped_file.hpp"
+#include "reference/error.hpp"
+#include "verify/digest.hpp"
+
+namespace akv {
+
+namespace {
+namespace fs = std::filesystem;
+
+// The pins of scripts/fetch-model (spec/gguf.md F1; a test keeps the two equal).
+constexpr const char* kRealFile = "SmolLM2-135M-Instruct.Q4_1.gguf";
+constexpr uint64_t kRealSize = 98362432;
+constexpr const char* kRealSha256 = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53";
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// Runs scripts/fetch-model (its path is compiled in) and returns what it printed, or "" when
+// the script is not there or failed (it printed its own one-line reason on stderr).
+std::string run_fetch_script() {
+  const fs::path script = fs::path(AKV_SOURCE_DIR) / "scripts" / "fetch-model";
+  if (!fs::exists(script)) return "";
+  FILE* p = popen(("'" + script.string() + "'").c_str(), "r");
+  if (!p) return "";
+  std::string out;
+  std::array<char, 4096> buf{};
+  while (fgets(buf.data(), buf.size(), p)) out += buf.data();
+  const int st = pclose(p);
+  if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) return "";
+  while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
+  return out;
+}
+
+// The cached default model, verified against the pins; fetched once when missing.
+std::string real_model_file() {
+  std::string path = default_real_model_path();
+  if (!fs::exists(path)) {
+    const std::string fetched = run_fetch_script();
+    if (fetched.empty() || !fs::exists(fetched))
+      throw Error(ErrorCode::kBadModel,
+                  fmt::format("model '{}': {} is not in the model cache and could not be fetched; run "
+                              "scripts/fetch-model with network to PyPI, or use --model small offline",
+                              kDefaultRealModel, path));
+    path = fetched;
+  }
+  const auto bytes = model::map_file(path);
+  if (bytes->size() != kRealSize ||
+      sha256_hex({bytes->data(), static_cast<size_t>(bytes->size())}) != kRealSha256)
+    throw Error(ErrorCode::kBadModel,
+                fmt::format("model '{}': {} does not match the pinned size and SHA-256 (spec/gguf.md F1); delete it "
+                            "and run scripts/fetch-model",
+                            kDefaultRealModel, path));
+  return path;
+}
+
+// Until the real tokenizer lands: raw-token messages only, text is refused naming why.
+class RawTokensEncoder final : public ChatEncoder {
+ public:
+  explicit RawTokensEncoder(int vocab) : vocab_(vocab) {}
+  std::string name() const override { return "raw-tokens"; }
+  EncodedConversation encode(const Conversation& c) const override {
+    check_token_ids(c, vocab_);
+    EncodedConversation e;
+    for (size_t i = 0; i < c.messages.size(); ++i) {
+      if (!c.messages[i].tokens)
+        throw Error(ErrorCode::kBadModel, fmt::format("messages[{}]: this model's tokenizer is not built yet; give raw \"tokens\"", i));
+      e.spans.push_back(*c.messages[i].tokens);
+    }
+    return e;
+  }
+  std::vector<Token> tokenize(std::string_view) const override {
+    throw Error(ErrorCode::kBadModel, "this model's tokenizer is not built yet");
+  }
+  std::string render(const std::vector<Token>& ids) const override {
+    std::string s;
+    for (Token t : ids) s += fmt::format("<{}>", t);
+    return s;
+  }
+
+ private:
+  int vocab_;
+};
+
+LoadedModel load_gguf(const std::string& path, const std::string& name) {
+  LoadedModel m;
+  m.model = model::load_gguf_model(path, name);
+  m.encoder = std::make_shared<RawTokensEncoder>(m.model->config.vocab);
+  m.name = name;
+  m.source = path;
+  m.real = true;
+  return m;
+}
+}  // namespace
+
+std::vector<std::string> model_names() {
+  std::vector<std::string> n = config_names();
+  n.push_back(kDefaultRealModel);
+  return n;
+}
+
+std::string default_real_model_path() {
+  fs::path dir;
+  if (const char* m = std::getenv("AKV_MODELS"); m && *m) {
+    dir = m;
+  } else if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) {
+    dir = fs::path(x) / "akv" / "models";
+  } else {
+    const char* h = std::getenv("HOME");
+    dir = fs::path(h && *h ? h : "/") / ".cache" / "akv" / "models";
+  }
+  return (dir / kRealFile).string();
+}
+
+LoadedModel load_model(const std::string& spec, uint64_t seed) {
+  if (spec == kDefaultRealModel) return load_gguf(real_model_file(), kDefaultRealModel);
+  if (ends_with(spec, ".gguf")) return load_gguf(spec, spec);
+  for (const std::string& n : config_names()) {
+    if (n != spec) continue;
+    LoadedModel m;
+    m.model = make_model(config_by_name(spec), seed);
+    m.encoder = make_fixture_encoder(m.model->config.vocab);
+    m.name = spec;
+    m.source = fmt::format("synthetic, seed {}", seed);
+    return m;
+  }
+  std::string names;
+  for (const std::string& n : model_names()) names += (names.empty() ? "" : ", ") + n;
+  throw Error(ErrorCode::kUnknownModel,
+              fmt::format("unknown model '{}' (models: {}, or a path to a .gguf file)", spec, names));
+}
+
+}  // namespace akv

@@ -1,0 +1,42 @@
+// Every model by name or path: the one place that turns `--model X` into weights and a chat
+// encoder (spec/model.md M2 for the synthetic ones, spec/gguf.md F1 and C1 for real files).
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "reference/chat_encoder.hpp"
+#include "reference/model.hpp"
+
+namespace akv {
+
+/// A model ready to run: weights and RoPE table, and how conversations become its tokens.
+struct LoadedModel {
+  std::shared_ptr<const Model> model;
+  std::shared_ptr<const ChatEncoder> encoder;
+  std::string name;    // as reports print it: "small", "smollm2", or the file's path
+  std::string source;  // "synthetic, seed 1" or the file read
+  bool real = false;   // loaded from a file (seed unused)
+};
+
+/// The name of akv's default real model (SmolLM2-135M-Instruct, Q4_1 GGUF; spec/gguf.md F1).
+inline constexpr const char* kDefaultRealModel = "smollm2";
+
+/// Names `--model` accepts besides a path: the synthetic configs, then "smollm2".
+std::vector<std::string> model_names();
+
+/// Resolves `spec`:
+///   "tiny" | "small" | "bench"  the synthetic model (M3) with weight seed `seed`, fixture encoder;
+///   "smollm2"                   the cached real model file (fetched with scripts/fetch-model
+///                               when missing), BPE + ChatML encoder (spec/tokenizer.md);
+///   a path ending in ".gguf"    that llama-arch GGUF file, its own tokenizer and template.
+/// Throws Error(kUnknownModel) for any other name (listing the names), Error(kBadModel) for
+/// a file that is missing, malformed or unsupported, naming it and the field.
+LoadedModel load_model(const std::string& spec, uint64_t seed = 1);
+
+/// The path of the cached default real model: $AKV_MODELS, else $XDG_CACHE_HOME/akv/models,
+/// else $HOME/.cache/akv/models, + "/SmolLM2-135M-Instruct.Q4_1.gguf" (spec/gguf.md F1).
+std::string default_real_model_path();
+
+}  // namespace akv
