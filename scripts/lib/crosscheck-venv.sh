@@ -6,8 +6,9 @@
 # Folder: ${AKV_VENVS:-${XDG_CACHE_HOME:-$HOME/.cache}/akv/venv}/crosscheck, made once and kept
 # (torch from PyPI is large). The stamp file holds the pins: when they change, pip installs the
 # new pins into the venv before use. Errors are one line on stderr, exit 2.
+# accelerate: transformers 5.24 refuses to load a GGUF file without it.
 
-CROSSCHECK_PINS="torch==2.15.0 transformers==5.24.0 gguf==0.19.0 numpy==2.4.6 safetensors==0.8.0 tokenizers==0.23.3 jinja2==3.1.6"
+CROSSCHECK_PINS="torch==2.15.0 transformers==5.24.0 gguf==0.19.0 numpy==2.4.6 safetensors==0.8.0 tokenizers==0.23.3 jinja2==3.1.6 accelerate==1.15.0"
 
 crosscheck_venv() {
   local venv="${AKV_VENVS:-${XDG_CACHE_HOME:-$HOME/.cache}/akv/venv}/crosscheck"

@@ -216,24 +216,34 @@ def expect_calls(model, rope, internals):
 # ---------------------------------------------------------------------------------------------
 # figures
 
-def compare(a, ref):
-    """Figures of `a` against `ref` (both (rows, vocab)): max |a - ref|; max relative
-    difference, per row max|a - ref| / max|ref|; argmax agreement; the margin rule (argmax
-    equal wherever ref's top-2 margin exceeds that row's max|a - ref|)."""
+def reference_rows(ref):
+    """Per row of the reference: its argmax and its top-2 margin (largest minus second)."""
+    top = np.empty(ref.shape[0], dtype=np.int64)
+    margin = np.empty(ref.shape[0])
+    for s in range(0, ref.shape[0], ROW_CHUNK):
+        r = np.asarray(ref[s:s + ROW_CHUNK])
+        top[s:s + len(r)] = r.argmax(axis=1)
+        top2 = np.partition(r, -2, axis=1)[:, -2:]
+        margin[s:s + len(r)] = top2[:, 1].astype(np.float64) - top2[:, 0]
+    return top, margin
+
+
+def compare(a, ref, ref_rows):
+    """Figures of `a` against `ref` (both (rows, vocab); ref_rows = reference_rows(ref)):
+    max |a - ref|; max relative difference, per row max|a - ref| / max|ref|; argmax agreement;
+    the margin rule (argmax equal wherever ref's top-2 margin exceeds that row's max|a - ref|)."""
     rows = ref.shape[0]
+    top, margin = ref_rows
     row_abs = np.empty(rows)
     row_rel = np.empty(rows)
     agree = np.empty(rows, dtype=bool)
-    margin = np.empty(rows)
     for s in range(0, rows, ROW_CHUNK):
         x = np.asarray(a[s:s + ROW_CHUNK], dtype=np.float64)
         r = np.asarray(ref[s:s + ROW_CHUNK], dtype=np.float64)
         d = np.abs(x - r).max(axis=1)
         row_abs[s:s + len(r)] = d
         row_rel[s:s + len(r)] = d / np.abs(r).max(axis=1)
-        agree[s:s + len(r)] = x.argmax(axis=1) == r.argmax(axis=1)
-        top2 = np.partition(r, -2, axis=1)[:, -2:]
-        margin[s:s + len(r)] = top2[:, 1] - top2[:, 0]
+        agree[s:s + len(r)] = x.argmax(axis=1) == top[s:s + len(r)]
     decided = margin > row_abs
     return {
         "positions": int(rows),
@@ -297,13 +307,16 @@ def check(binary, model_path, backend, conv, m32, m64, work):
     stock = logits(m32, ids, {})
     t_hf = time.monotonic() - t
 
+    t = time.monotonic()
+    rows64, rows32, rows_stock = reference_rows(inj64), reference_rows(inj32), reference_rows(stock)
     figures = {
-        "akv_vs_stock32": compare(ours, stock),
-        "akv_vs_inj32": compare(ours, inj32),
-        "akv_vs_inj64": compare(ours, inj64),
-        "inj32_vs_inj64": compare(inj32, inj64),
-        "stock32_vs_inj64": compare(stock, inj64),
+        "akv_vs_stock32": compare(ours, stock, rows_stock),
+        "akv_vs_inj32": compare(ours, inj32, rows32),
+        "akv_vs_inj64": compare(ours, inj64, rows64),
+        "inj32_vs_inj64": compare(inj32, inj64, rows64),
+        "stock32_vs_inj64": compare(stock, inj64, rows64),
     }
+    t_cmp = time.monotonic() - t
     akv_err, hf_err = figures["akv_vs_inj64"]["max_abs"], figures["inj32_vs_inj64"]["max_abs"]
     ratio = akv_err / hf_err if hf_err > 0 else float("inf")
     passed = (n > 0 and ratio <= RATIO_LIMIT and not figures["akv_vs_inj64"]["margin_violations"]
@@ -311,6 +324,7 @@ def check(binary, model_path, backend, conv, m32, m64, work):
     return {
         "conversation": os.path.basename(path), "path": path, "tokens": n, "encoder": encoder,
         "backend": backend, "seconds_akv": round(t_akv, 1), "seconds_transformers": round(t_hf, 1),
+        "seconds_compare": round(t_cmp, 1),
         "rope": rope_drift(m32, table, n), **figures, "ratio": ratio, "pass": passed,
     }
 
@@ -334,7 +348,7 @@ def markdown(doc):
             f"{len(r['margin_violations'])} violations of {r['margin_decided']} decided | "
             f"{'yes' if c['pass'] else 'NO'} |")
     lines += ["", "| conversation | argmax = vs stock f32 | vs inj f32 | inj f32 vs inj f64 | stock f32 vs inj f64: abs | "
-              "RoPE: stock max abs (p < 1000 / p >= 1000) | akv table max ulp | seconds akv / transformers |",
+              "RoPE: stock max abs (p < 1000 / p >= 1000) | akv table max ulp | seconds akv / transformers / compare |",
               "|---|---|---|---|---|---|---|---|"]
     for c in doc["conversations"]:
         rope = c["rope"]
@@ -344,7 +358,7 @@ def markdown(doc):
             f"{c['akv_vs_inj32']['argmax_agree']}/{c['tokens']} | {c['inj32_vs_inj64']['argmax_agree']}/{c['tokens']} | "
             f"{f(c['stock32_vs_inj64']['max_abs'])} | {f(rope['stock_max_abs_first_1000'])} / "
             f"{f(late) if late is not None else '-'} | {rope['akv_max_ulp']:.2f} | "
-            f"{c['seconds_akv']} / {c['seconds_transformers']} |")
+            f"{c['seconds_akv']} / {c['seconds_transformers']} / {c['seconds_compare']} |")
     return "\n".join(lines) + "\n"
 
 
@@ -366,6 +380,7 @@ def main():
         if not os.path.isfile(path):
             raise Failure(f"no conversation file '{path}'")
     chosen = select(a.akv, a.model, a.conversations, a.count, a.pick, a.min_tokens)
+    t_select = time.monotonic() - start
 
     m32 = load_transformers(a.model)
     m64 = copy.deepcopy(m32).double()
@@ -376,6 +391,7 @@ def main():
         table = np.array(akv_npy(a.akv, ["rope", "--model", a.model, "--positions", str(len(probe))],
                                  (2, len(probe), m32.config.head_dim // 2), os.path.join(work, "rope.npy")))
         self_test(m32, table, probe)
+        t_setup = time.monotonic() - start - t_select
         results = [check(a.akv, a.model, a.backend, c, m32, m64, work) for c in chosen]
 
     doc = {
@@ -384,6 +400,7 @@ def main():
                      "numpy": np.__version__},
         "patches": PATCHES, "ratio_limit": RATIO_LIMIT, "min_tokens": a.min_tokens,
         "conversations": results, "seconds": round(time.monotonic() - start, 1),
+        "seconds_select": round(t_select, 1), "seconds_load_and_self_test": round(t_setup, 1),
         "pass": bool(results) and all(c["pass"] for c in results),
     }
     with open(os.path.join(a.out, "crosscheck.json"), "w") as f:
