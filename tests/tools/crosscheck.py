@@ -249,6 +249,7 @@ def compare(a, ref, ref_rows):
         "positions": int(rows),
         "max_abs": float(row_abs.max()),
         "max_rel": float(row_rel.max()),
+        "max_abs_per_256_positions": [float(row_abs[b:b + 256].max()) for b in range(0, rows, 256)],
         "argmax_agree": int(agree.sum()),
         "argmax_disagree_at": [int(p) for p in np.flatnonzero(~agree)],
         "margin_decided": int(decided.sum()),
