@@ -64,12 +64,15 @@ Weights<float> weights_from_gguf(const GgufFile& f, const Config& c) {
     w.layers.push_back(std::move(L));
   }
   w.final_norm = load(f, "output_norm.weight", {h});
-  w.wcls = c.tied_output ? w.tok_emb : load(f, "output.weight", {h, v});
+  if (!c.tied_output) w.wcls = load(f, "output.weight", {h, v});  // tied: classifier() reads tok_emb
   return w;
 }
 
 std::shared_ptr<const Model> load_gguf_model(const std::string& path, const std::string& name) {
-  const GgufFile f = GgufFile::open(path);
+  return load_gguf_model(GgufFile::open(path), name);
+}
+
+std::shared_ptr<const Model> load_gguf_model(const GgufFile& f, const std::string& name) {
   const Config c = config_from_gguf(f, name);
   auto m = std::make_shared<Model>();
   m->config = c;

@@ -17,7 +17,7 @@ namespace akv::model {
 int gguf_qk_source_row(int r, int head_dim);
 
 /// The weights of `cfg` (from config_from_gguf on the same file). Tensors: token_embd,
-/// output_norm, output (absent when cfg.tied_output: W_cls is then a copy of tok_emb),
+/// output_norm, output (absent when cfg.tied_output: wcls is then empty and classifier() reads tok_emb),
 /// blk.L.{attn_norm, attn_q, attn_k, attn_v, attn_output, ffn_norm, ffn_gate, ffn_down, ffn_up}.
 /// Throws Error(kBadModel) naming the tensor when one is missing, has other dims, or a type
 /// akv does not dequantize. Memory: the float32 weights (4 bytes a parameter).
@@ -25,5 +25,7 @@ Weights<float> weights_from_gguf(const GgufFile& f, const Config& cfg);
 
 /// Opens `path`, builds its config (named `name`), weights and RoPE table.
 std::shared_ptr<const Model> load_gguf_model(const std::string& path, const std::string& name);
+/// The same from a file already open.
+std::shared_ptr<const Model> load_gguf_model(const GgufFile& f, const std::string& name);
 
 }  // namespace akv::model

@@ -64,7 +64,7 @@ void forward_token(const ModelT<T>& m, KVCacheT<T>& cache, Token token, T* logit
   }
   if (logits == nullptr) return;
   rmsnorm(s.xb.data(), s.x.data(), m.weights.final_norm.data(), d, c.rms_eps);
-  matmul(logits, s.xb.data(), m.weights.wcls.data(), d, c.vocab);
+  matmul(logits, s.xb.data(), classifier(m.weights).data(), d, c.vocab);
 }
 
 }  // namespace akv::ref

@@ -27,8 +27,15 @@ struct Weights {
   std::vector<T> tok_emb;  // (vocab, hidden)
   std::vector<LayerWeights<T>> layers;
   std::vector<T> final_norm;  // (hidden,)
-  std::vector<T> wcls;        // (vocab, hidden), separate from tok_emb
+  std::vector<T> wcls;        // (vocab, hidden); empty when the output is tied (no copy kept)
 };
+
+/// W_cls (vocab, hidden): `wcls`, or tok_emb itself when the output is tied to the embedding
+/// (Config::tied_output, spec/gguf.md C3: `wcls` is then empty, so no 4*vocab*hidden-byte copy).
+template <class T>
+const std::vector<T>& classifier(const Weights<T>& w) {
+  return w.wcls.empty() ? w.tok_emb : w.wcls;
+}
 
 /// The synthetic weights of `cfg` under `seed`, bit-for-bit as spec/model.md M3 defines.
 Weights<float> make_synthetic_weights(const Config& cfg, uint64_t seed);

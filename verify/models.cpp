@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <sys/wait.h>
 
+#include "model/chatml.hpp"
 #include "model/gguf.hpp"
 #include "model/gguf_config.hpp"
 #include "model/gguf_weights.hpp"
@@ -66,38 +67,11 @@ std::string real_model_file() {
   return path;
 }
 
-// Until the real tokenizer lands: raw-token messages only, text is refused naming why.
-class RawTokensEncoder final : public ChatEncoder {
- public:
-  explicit RawTokensEncoder(int vocab) : vocab_(vocab) {}
-  std::string name() const override { return "raw-tokens"; }
-  EncodedConversation encode(const Conversation& c) const override {
-    check_token_ids(c, vocab_);
-    EncodedConversation e;
-    for (size_t i = 0; i < c.messages.size(); ++i) {
-      if (!c.messages[i].tokens)
-        throw Error(ErrorCode::kBadModel, fmt::format("messages[{}]: this model's tokenizer is not built yet; give raw \"tokens\"", i));
-      e.spans.push_back(*c.messages[i].tokens);
-    }
-    return e;
-  }
-  std::vector<Token> tokenize(std::string_view) const override {
-    throw Error(ErrorCode::kBadModel, "this model's tokenizer is not built yet");
-  }
-  std::string render(const std::vector<Token>& ids) const override {
-    std::string s;
-    for (Token t : ids) s += fmt::format("<{}>", t);
-    return s;
-  }
-
- private:
-  int vocab_;
-};
-
 LoadedModel load_gguf(const std::string& path, const std::string& name) {
   LoadedModel m;
-  m.model = model::load_gguf_model(path, name);
-  m.encoder = std::make_shared<RawTokensEncoder>(m.model->config.vocab);
+  const model::GgufFile f = model::GgufFile::open(path);
+  m.encoder = model::make_chatml_encoder(f);  // the tokenizer first: it fails fast on a bad file
+  m.model = model::load_gguf_model(f, name);
   m.name = name;
   m.source = path;
   m.real = true;

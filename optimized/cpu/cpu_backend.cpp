@@ -23,7 +23,7 @@ std::shared_ptr<const PackedModel> packed_model(const std::shared_ptr<const Mode
     p->layers.push_back({pack_rows({&L.wq, &L.wk, &L.wv}, c.hidden), pack_rows({&L.wo}, c.q_dim()),
                          pack_rows({&L.w1, &L.w3}, c.hidden), pack_rows({&L.w2}, c.ffn)});
   }
-  p->wcls = pack_rows({&m->weights.wcls}, c.hidden);
+  p->wcls = pack_rows({&classifier(m->weights)}, c.hidden);
   // Keep the model alive with its packing: the key is its address.
   std::shared_ptr<const PackedModel> out(p.get(), [p, m](const PackedModel*) {});
   slot = out;

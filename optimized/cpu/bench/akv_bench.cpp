@@ -107,7 +107,7 @@ int main(int argc, char** argv) {
   const cpu::Isa isa = cpu_b.isa();
   J["machine"] = {{"cpu", cpu_model()}, {"hardware_threads", std::thread::hardware_concurrency()}, {"isa", cpu::isa_name(isa)},
                   {"threads", threads}};
-  double params = static_cast<double>(model->weights.tok_emb.size() + model->weights.wcls.size() + model->weights.final_norm.size());
+  double params = static_cast<double>(model->weights.tok_emb.size() + classifier(model->weights).size() + model->weights.final_norm.size());
   for (const auto& L : model->weights.layers)
     params += L.wq.size() + L.wk.size() + L.wv.size() + L.wo.size() + L.w1.size() + L.w2.size() + L.w3.size() +
               L.attn_norm.size() + L.ffn_norm.size();

@@ -53,7 +53,7 @@ class CudaBackend final : public Backend {
     }
     tok_emb_ = Buffer<float>(w.tok_emb);
     final_norm_ = Buffer<float>(w.final_norm);
-    wcls_ = Buffer<float>(w.wcls);
+    wcls_ = Buffer<float>(classifier(w));
     cos_ = Buffer<float>(model_->rope->cos);  // the one table (M6), bit for bit
     sin_ = Buffer<float>(model_->rope->sin);
     const size_t r = cuda::kMaxRows;

@@ -90,7 +90,7 @@ class CudaEmuBackend final : public Backend {
     for (int j = 0; j < n; ++j)  // one row at a time: a row's bits never depend on its neighbours
       rmsnorm_rows(s_.xb.data() + static_cast<size_t>(j) * d, s_.x.data() + static_cast<size_t>(want[j]) * d,
                    W.final_norm.data(), 1, d, c.rms_eps);
-    gemm(logits, s_.xb.data(), W.wcls.data(), n, d, c.vocab);
+    gemm(logits, s_.xb.data(), classifier(W).data(), n, d, c.vocab);
   }
 
   static void add(float* x, const float* y, size_t n) {
