@@ -73,8 +73,9 @@ void real_requests(const Context& ctx) {
 // and both equal never.
 void one_at_a_time(const Context& ctx) {
   const Drawn c = draw_case(ctx, 2);
-  const gen::EvictRequest req = *rc::gen::suchThat(gen::evict_request(c.conv), [&](const gen::EvictRequest& r) {
-    return live_ids(c.conv, r.spans).size() >= 2;
+  // The filter owns its copy: RapidCheck re-runs it while shrinking, after this frame is gone.
+  const gen::EvictRequest req = *rc::gen::suchThat(gen::evict_request(c.conv), [conv = c.conv](const gen::EvictRequest& r) {
+    return live_ids(conv, r.spans).size() >= 2;
   });
   const std::vector<SpanId> ids = live_ids(c.conv, req.spans);
   const std::vector<size_t> order = *gen::permutation(std::vector<size_t>(ids.begin(), ids.end()));

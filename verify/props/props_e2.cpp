@@ -45,7 +45,8 @@ void check_moves(const Context& ctx, const gen::ModelChoice& mc, const gen::GenC
 // check_moves tags the cases where E2 does not apply).
 gen::EvictRequest applicable_request(const gen::GenConversation& conv) {
   if (conv.nonempty().size() < 2) return *gen::evict_request(conv);
-  return *rc::gen::suchThat(gen::evict_request(conv), [&](const gen::EvictRequest& r) {
+  // The filter owns its copy: RapidCheck re-runs it while shrinking, after this frame is gone.
+  return *rc::gen::suchThat(gen::evict_request(conv), [conv](const gen::EvictRequest& r) {
     const size_t n = live_ids(conv, r.spans).size();
     return n > 0 && n < conv.nonempty().size();
   });
