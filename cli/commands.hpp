@@ -18,5 +18,6 @@ Command add_campaign(CLI::App& app);
 Command add_tokenize(CLI::App& app);
 Command add_logits(CLI::App& app);
 Command add_rope(CLI::App& app);
+Command add_leakage(CLI::App& app);
 
 }  // namespace akv::cli

@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
       akv::cli::add_tokenize(app),
       akv::cli::add_logits(app),
       akv::cli::add_rope(app),
+      akv::cli::add_leakage(app),
   };
 
   try {

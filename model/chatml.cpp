@@ -55,6 +55,13 @@ class ChatmlEncoder final : public ChatEncoder {
 
   std::vector<Token> tokenize(std::string_view text) const override { return tok_.encode(text); }
 
+  std::vector<Token> generation_prompt() const override {
+    std::vector<Token> s{start_};
+    const std::vector<Token> body = tok_.encode("assistant\n");
+    s.insert(s.end(), body.begin(), body.end());
+    return s;
+  }
+
   // Decoded bytes (CT4): specials as their names, an id outside the vocabulary as
   // <|invalid N|>, and a byte that is not part of valid UTF-8 as \xNN.
   std::string render(const std::vector<Token>& ids) const override {

@@ -21,6 +21,7 @@ class FixtureEncoder final : public ChatEncoder {
     return out;
   }
   std::string render(const std::vector<Token>& ids) const override { return tok::render(ids); }
+  std::vector<Token> generation_prompt() const override { return {tok::kAssistant}; }
 
  private:
   int vocab_;

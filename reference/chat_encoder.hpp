@@ -37,6 +37,10 @@ class ChatEncoder {
   virtual std::vector<Token> tokenize(std::string_view text) const = 0;
   /// Readable text of ids (specials as their names); for reports and `akv tokenize`.
   virtual std::string render(const std::vector<Token>& ids) const = 0;
+  /// The tokens that open the model's reply (spec/leakage.md L9): ChatML's generation prompt
+  /// `<|im_start|>assistant\n` (the special token, then "assistant\n" tokenized on its own, as
+  /// CT3 tokenizes a message's text); the fixture's `<|assistant|>` marker. Never empty.
+  virtual std::vector<Token> generation_prompt() const = 0;
 };
 
 /// The fixture encoder of the synthetic models: encode_message per message, no preamble.

@@ -51,7 +51,7 @@ void forward_token(const ModelT<T>& m, KVCacheT<T>& cache, Token token, T* logit
     for (int h = 0; h < c.n_heads; ++h) {
       const size_t kv_off = static_cast<size_t>(h / group) * hd;
       attention_head(s.xb2.data() + static_cast<size_t>(h) * hd, s.q.data() + static_cast<size_t>(h) * hd,
-                     cache.k(l) + kv_off, cache.v(l) + kv_off, pos + 1, kvd, hd, s.att.data());
+                     cache.k(l) + kv_off, cache.v(l) + kv_off, pos + 1, kvd, hd, s.att.data(), cache.mask());
     }
     matmul(s.xb.data(), s.xb2.data(), w.wo.data(), c.q_dim(), d);
     add_inplace(s.x.data(), s.xb.data(), d);

@@ -1,11 +1,13 @@
 // The KV cache state (spec/state.md S1): per layer, the post-RoPE keys and the values of
 // every cached token, entry p at absolute position p.
 #pragma once
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
 
 #include "reference/config.hpp"
+#include "reference/rope.hpp"
 
 namespace akv {
 
@@ -32,6 +34,7 @@ class KVCacheT {
     n_ += m;
     for (auto& l : k_) l.resize(n_ * kv_dim_);
     for (auto& l : v_) l.resize(n_ * kv_dim_);
+    if (!mask_.empty()) mask_.resize(n_, 0);  // new entries are never masked (L3)
     entries_written_ += m;
     return first;
   }
@@ -42,15 +45,65 @@ class KVCacheT {
     n_ = n;
     for (auto& l : k_) l.resize(n_ * kv_dim_);
     for (auto& l : v_) l.resize(n_ * kv_dim_);
+    if (!mask_.empty()) mask_.resize(n_);
+    if (std::find(mask_.begin(), mask_.end(), uint8_t{1}) == mask_.end()) mask_.clear();
   }
 
-  /// Entries ever made by grow(): the write counter behind E3/E4 checks.
+  /// The attention mask (spec/leakage.md L3): (size(),) bytes, 1 = no query attends to that
+  /// entry; nullptr when no entry is masked, so the unmasked path is the path of every
+  /// backend before masks existed. Entries keep their K/V bytes and their positions.
+  const uint8_t* mask() const { return mask_.empty() ? nullptr : mask_.data(); }
+  /// Masks entries [begin, end) (L3). Precondition: begin <= end <= size(). K/V untouched.
+  void mask_range(size_t begin, size_t end) {
+    if (begin >= end) return;
+    if (mask_.empty()) mask_.assign(n_, 0);
+    std::fill(mask_.begin() + static_cast<std::ptrdiff_t>(begin), mask_.begin() + static_cast<std::ptrdiff_t>(end), uint8_t{1});
+  }
+
+  /// K-shift (spec/leakage.md L4), llama.cpp's seq_rm + seq_add: removes entries
+  /// [begin, end) of every layer, moves the later entries down by d = end - begin with their
+  /// values' bytes unchanged, and re-rotates each moved key by -d with row d of the one RoPE
+  /// table: per head, for i < head_dim/2, with c = cos_at(d)[i], s = sin_at(d)[i],
+  ///   x0' = x0*c + x1*s;  x1' = x1*c - x0*s   (x0 = k[i], x1 = k[i + head_dim/2]),
+  /// each product rounded, then the add/sub rounded: no FMA. Nothing is recomputed.
+  /// Entries [0, begin) are not touched. Masks of moved entries move with them.
+  /// Preconditions: begin <= end <= size(), d < rope.max_pos, head_dim == rope.head_dim.
+  void shift_out(size_t begin, size_t end, const RopeTable& rope) {
+    if (begin >= end) return;
+    const size_t d = end - begin, moved = n_ - end, kvd = static_cast<size_t>(kv_dim_);
+    const int hd = rope.head_dim, half = hd / 2;
+    const float* cs = rope.cos_at(static_cast<int>(d));
+    const float* sn = rope.sin_at(static_cast<int>(d));
+    for (size_t l = 0; l < k_.size(); ++l) {
+      T* k = k_[l].data();
+      T* v = v_[l].data();
+      std::copy(k + end * kvd, k + n_ * kvd, k + begin * kvd);
+      std::copy(v + end * kvd, v + n_ * kvd, v + begin * kvd);
+      for (size_t p = begin; p < begin + moved; ++p)
+        for (int h = 0; h < kv_dim_ / hd; ++h) {
+          T* x = k + p * kvd + static_cast<size_t>(h) * hd;
+          for (int i = 0; i < half; ++i) {
+            const T x0 = x[i], x1 = x[i + half], c = T(cs[i]), s = T(sn[i]);
+            x[i] = x0 * c + x1 * s;
+            x[i + half] = x1 * c - x0 * s;
+          }
+        }
+    }
+    if (!mask_.empty())
+      mask_.erase(mask_.begin() + static_cast<std::ptrdiff_t>(begin), mask_.begin() + static_cast<std::ptrdiff_t>(end));
+    entries_written_ += moved;  // rows rewritten in place: no mirror of the old rows is valid (G8)
+    truncate(n_ - d);
+  }
+
+  /// Entries ever made by grow() or rewritten by shift_out(): the write counter behind E3/E4
+  /// checks and the CUDA mirror (G8).
   uint64_t entries_written() const { return entries_written_; }
 
  private:
   int kv_dim_ = 0;
   size_t n_ = 0;
   std::vector<std::vector<T>> k_, v_;  // [layer] (n, kv_dim)
+  std::vector<uint8_t> mask_;          // (n,) or empty: nothing masked
   uint64_t entries_written_ = 0;
 };
 

@@ -2,6 +2,7 @@
 // reduction left to right from T(0): this order is the reference's arithmetic contract
 // (spec/arithmetic.md A2). Written once over the scalar type T (float, the MPFR oracle, ...).
 #pragma once
+#include <cmath>
 #include <cstddef>
 
 #include "reference/scalar.hpp"
@@ -58,10 +59,13 @@ void softmax(T* x, int n) {
 
 /// One query head attending causally to keys/values [0, n_pos). M9.
 /// q, out: (head_dim,); k, v: the cache rows of one KV head, row p at p*stride.
-/// att: scratch (n_pos,).
+/// att: scratch (n_pos,). mask: nullptr, or (n_pos,) bytes with mask[n_pos - 1] == 0: a key p
+/// with mask[p] != 0 gets the score -inf, hence the weight exp(-inf - max) = +0 exactly, and
+/// adds +0 to the sum and 0*v to the output: bitwise the attention over the unmasked keys
+/// alone (spec/leakage.md L3).
 template <class T>
 void attention_head(T* out, const T* q, const T* k, const T* v, int n_pos, int stride,
-                    int head_dim, T* att) {
+                    int head_dim, T* att, const unsigned char* mask = nullptr) {
   const T scale = T(1) / ScalarOps<T>::sqrt(T(head_dim));
   for (int p = 0; p < n_pos; ++p) {
     const T* kp = k + static_cast<size_t>(p) * stride;
@@ -69,6 +73,9 @@ void attention_head(T* out, const T* q, const T* k, const T* v, int n_pos, int s
     for (int i = 0; i < head_dim; ++i) dot = dot + q[i] * kp[i];
     att[p] = dot * scale;
   }
+  if (mask != nullptr)
+    for (int p = 0; p < n_pos; ++p)
+      if (mask[p]) att[p] = T(-INFINITY);
   softmax(att, n_pos);
   for (int i = 0; i < head_dim; ++i) out[i] = T(0);
   for (int p = 0; p < n_pos; ++p) {

@@ -63,9 +63,8 @@ std::vector<float> Session::append(SpanId id, std::span<const Token> tokens, Log
   return logits;
 }
 
-EvictStats Session::evict(std::span<const SpanId> ids) {
+size_t Session::check_evict(std::span<const SpanId> ids, std::set<SpanId>& doomed) const {
   if (ids.empty()) throw Error(ErrorCode::kEmptyInput, "evict: no spans named");
-  std::set<SpanId> doomed;
   size_t first = spans_.size();  // index in spans_ of the first evicted span
   for (SpanId id : ids) {
     if (!doomed.insert(id).second) throw Error(ErrorCode::kDuplicateSpan, "evict: " + span_name(id) + " named twice");
@@ -74,6 +73,53 @@ EvictStats Session::evict(std::span<const SpanId> ids) {
     if (it == spans_.end()) throw Error(ErrorCode::kUnknownSpan, "evict: " + span_name(id) + " is not in the session");
     first = std::min(first, static_cast<size_t>(it - spans_.begin()));
   }
+  return first;
+}
+
+EvictStats Session::evict(std::span<const SpanId> ids, EvictPolicy policy) {
+  if (policy == EvictPolicy::kExact) return evict(ids);
+  std::set<SpanId> doomed;
+  const size_t first = check_evict(ids, doomed);
+  EvictStats st;
+  st.truncated_at = spans_[first].start;
+  if (policy == EvictPolicy::kKeep) return st;  // L2
+  for (const SpanInfo& s : spans_)
+    if (doomed.count(s.id)) st.tokens_evicted += s.length;
+  if (policy == EvictPolicy::kMask) {  // L3: entries, positions and the span table stay
+    for (const SpanInfo& s : spans_)
+      if (doomed.count(s.id)) cache_.mask_range(s.start, s.start + s.length);
+    evicted_.insert(doomed.begin(), doomed.end());
+    return st;
+  }
+  // L4: last doomed span first, so every shift_out sees the starts it was given.
+  for (size_t i = spans_.size(); i-- > first;) {
+    const SpanInfo& s = spans_[i];
+    if (doomed.count(s.id)) cache_.shift_out(s.start, s.start + s.length, *model().rope);
+  }
+  std::vector<SpanInfo> kept;
+  std::vector<std::vector<float>> kept_logits;
+  std::vector<Token> toks;
+  std::vector<SpanId> ents;
+  for (size_t i = 0; i < spans_.size(); ++i) {
+    const SpanInfo& s = spans_[i];
+    if (doomed.count(s.id)) continue;
+    kept.push_back({s.id, toks.size(), s.length});
+    kept_logits.push_back(std::move(span_last_logits_[i]));
+    toks.insert(toks.end(), tokens_.begin() + static_cast<std::ptrdiff_t>(s.start),
+                tokens_.begin() + static_cast<std::ptrdiff_t>(s.start + s.length));
+    ents.insert(ents.end(), s.length, s.id);
+  }
+  spans_ = std::move(kept);
+  span_last_logits_ = std::move(kept_logits);
+  tokens_ = std::move(toks);
+  entry_span_ = std::move(ents);
+  evicted_.insert(doomed.begin(), doomed.end());
+  return st;
+}
+
+EvictStats Session::evict(std::span<const SpanId> ids) {
+  std::set<SpanId> doomed;
+  const size_t first = check_evict(ids, doomed);
 
   EvictStats st;
   st.truncated_at = spans_[first].start;
@@ -89,6 +135,7 @@ EvictStats Session::evict(std::span<const SpanId> ids) {
       st.tokens_evicted += s.length;
       continue;
     }
+    if (evicted_.count(s.id)) continue;  // a span masked earlier (L3): dropped with the cut
     moved.push_back({s.id, st.truncated_at + x.size(), s.length});
     x.insert(x.end(), tokens_.begin() + static_cast<std::ptrdiff_t>(s.start),
              tokens_.begin() + static_cast<std::ptrdiff_t>(s.start + s.length));

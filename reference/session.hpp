@@ -9,6 +9,7 @@
 
 #include "reference/backend.hpp"
 #include "reference/kv_cache.hpp"
+#include "reference/policy.hpp"
 
 namespace akv {
 
@@ -51,6 +52,16 @@ class Session {
   EvictStats evict(std::span<const SpanId> ids);
   EvictStats evict(SpanId id) { return evict(std::span<const SpanId>(&id, 1)); }
 
+  /// The spans `ids` under `policy` (spec/leakage.md L1-L4); the same errors as evict(ids),
+  /// session unchanged. kExact is evict(ids). kKeep changes nothing (L2). kMask keeps the
+  /// spans' entries, positions and span-table rows and masks them from every later query
+  /// (L3); the spans count as evicted (no append, no second eviction). kKShift removes the
+  /// spans' entries, last span first, with KVCache::shift_out (L4): later entries move down
+  /// with re-rotated keys and nothing is recomputed, so the kept per-span logits (S3) are
+  /// those computed before the eviction. Stats: truncated_at = first named span's start,
+  /// tokens_evicted = its tokens (0 for kKeep), tokens_recomputed = 0 unless kExact.
+  EvictStats evict(std::span<const SpanId> ids, EvictPolicy policy);
+
   /// O4. Next-token logits (vocab,): the logits of the last cached token.
   /// Error kEmptyCache when the cache is empty.
   std::span<const float> logits() const;
@@ -70,6 +81,8 @@ class Session {
 
  private:
   void check_tokens(std::span<const Token> tokens) const;
+  // Validates an eviction request (O6 errors); returns the index in spans_ of its first span.
+  size_t check_evict(std::span<const SpanId> ids, std::set<SpanId>& doomed) const;
   // Runs tokens at the tail; returns the logits of `rows` (empty: every row).
   std::vector<float> run(std::span<const Token> tokens, RowList rows);
 

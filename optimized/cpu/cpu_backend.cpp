@@ -162,6 +162,7 @@ void CpuBackend::forward_batch(std::span<const BatchItem> items) {
         a.rows = n;
         a.q_stride = static_cast<size_t>(qkvd);
         a.out_stride = static_cast<size_t>(qd);
+        a.mask = cache.mask();
         k.attention(a);
       }
     });

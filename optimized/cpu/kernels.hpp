@@ -3,6 +3,7 @@
 // once in kernels_impl.hpp and compiled per ISA.
 #pragma once
 #include <cstddef>
+#include <cstdint>
 #include <cstdlib>
 #include <memory>
 #include <vector>
@@ -51,6 +52,7 @@ struct AttnArgs {
   int rows = 1;        // consecutive tokens in this item
   size_t q_stride = 0;    // floats between the tokens' queries (rows > 1)
   size_t out_stride = 0;  // floats between the tokens' outputs (rows > 1)
+  const uint8_t* mask = nullptr;  // KVCache::mask(): nullptr, or (cache size,) bytes, 1 = masked (L3)
 };
 /// Most (token, query head) pairs one attention item may carry (rows * group).
 inline constexpr int kMaxAttnStates = 96;

@@ -256,20 +256,32 @@ void scores(const float* q, const float* k, int stride, int hd, float* e, int j0
 // scale, the block max left to right, the running max m, alpha = exp(m_old - m_new),
 // e_p = exp(s_p - m_new), l = l*alpha, then l = l + e_p in key order; alpha[u] is step 5's.
 // The U heads' serial chains (max, l) are interleaved only to overlap their latencies.
+// mask: nullptr, or the block's (nb,) mask bytes (spec/leakage.md L3): a masked key's scaled
+// score is replaced by -inf before the max, so its weight is exp(-inf - m) = +0 and it adds
+// exactly nothing; while every key so far is masked (m_new == -inf) alpha is 1 and acc, l stay 0.
 template <class S, int U>
-void softmax_block(float* const* e, int nb, float scale, float* m, float* l, float* alpha) {
+void softmax_block(float* const* e, int nb, float scale, float* m, float* l, float* alpha,
+                   const uint8_t* mask) {
   const typename S::V vs = S::set1(scale);
   float mb[U];
   for (int u = 0; u < U; ++u) {
     int j = 0;
     for (; j + kLanes <= nb; j += kLanes) S::store(e[u] + j, S::mul(S::load(e[u] + j), vs));
     for (; j < nb; ++j) e[u][j] = e[u][j] * scale;
+    if (mask != nullptr)
+      for (j = 0; j < nb; ++j)
+        if (mask[j]) e[u][j] = -INFINITY;
     mb[u] = e[u][0];
   }
   for (int j = 1; j < nb; ++j)
     for (int u = 0; u < U; ++u) mb[u] = mb[u] < e[u][j] ? e[u][j] : mb[u];
   for (int u = 0; u < U; ++u) {
     const float m_new = m[u] < mb[u] ? mb[u] : m[u];
+    if (mask != nullptr && m_new == -INFINITY) {  // only masked keys so far: nothing to add
+      alpha[u] = 1.0f;
+      for (int j = 0; j < nb; ++j) e[u][j] = 0.0f;
+      continue;
+    }
     alpha[u] = akv::exp(m[u] - m_new);
     m[u] = m_new;
     int j = 0;
@@ -331,6 +343,7 @@ void attention(const AttnArgs& a) {
     const float* vb = a.v + static_cast<size_t>(b0) * a.stride;
     auto nb_of = [&](int s) { return std::max(0, std::min(kKeyBlock, a.pos + s / G + 1 - b0)); };
     const int nb_max = nb_of(n_states - 1);
+    const uint8_t* mb = a.mask != nullptr ? a.mask + b0 : nullptr;  // this block's mask bytes (L3)
     for (int j0 = 0; j0 < nb_max; j0 += kChunk)
       for (int s = 0; s < n_states; ++s) {
         const int j1 = std::min(j0 + kChunk, nb_of(s));
@@ -344,10 +357,10 @@ void attention(const AttnArgs& a) {
         float* rows[4];
         for (int x = 0; x < 4; ++x) rows[x] = e[s + std::min(x, u - 1)];
         switch (u) {
-          case 1: softmax_block<S, 1>(rows, nb, a.scale, m + s, l + s, alpha + s); break;
-          case 2: softmax_block<S, 2>(rows, nb, a.scale, m + s, l + s, alpha + s); break;
-          case 3: softmax_block<S, 3>(rows, nb, a.scale, m + s, l + s, alpha + s); break;
-          default: softmax_block<S, 4>(rows, nb, a.scale, m + s, l + s, alpha + s); break;
+          case 1: softmax_block<S, 1>(rows, nb, a.scale, m + s, l + s, alpha + s, mb); break;
+          case 2: softmax_block<S, 2>(rows, nb, a.scale, m + s, l + s, alpha + s, mb); break;
+          case 3: softmax_block<S, 3>(rows, nb, a.scale, m + s, l + s, alpha + s, mb); break;
+          default: softmax_block<S, 4>(rows, nb, a.scale, m + s, l + s, alpha + s, mb); break;
         }
       }
       s += u;

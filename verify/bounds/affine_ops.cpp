@@ -151,7 +151,8 @@ void rope(Aff* x, int n_heads, int head_dim, const float* cos, const float* sin)
 }
 
 void attention_head(Aff* out, const Aff* q, const Aff* k, const Aff* v, int n_pos, int stride, int head_dim,
-                    Aff* /*att*/) {
+                    Aff* /*att*/, const unsigned char* mask) {
+  if (mask != nullptr) throw std::logic_error("bounds: attention masks are not covered (spec/leakage.md L3)");
   AffineContext& ctx = AffineContext::current();
   const int d = head_dim;
   const size_t nd = static_cast<size_t>(n_pos) * d;

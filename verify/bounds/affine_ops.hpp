@@ -40,8 +40,10 @@ void rmsnorm(Aff* out, const Aff* x, const Aff* w, int n, float eps);
 void rope(Aff* x, int n_heads, int head_dim, const float* cos, const float* sin);
 /// M9 one query head over n_pos cached keys/values (row p at p * stride), fused: scores,
 /// softmax and the weighted sum as one op. Rounding: B14 with attn_rounding_any. att: unused.
+/// mask: must be nullptr (the bounds cover unmasked attention only; spec/leakage.md L3);
+/// a mask throws std::logic_error.
 void attention_head(Aff* out, const Aff* q, const Aff* k, const Aff* v, int n_pos, int stride, int head_dim,
-                    Aff* att);
+                    Aff* att, const unsigned char* mask = nullptr);
 /// M10 out = silu(gate) * up, elementwise (out may alias gate). Rounding: B8 over the box.
 void swiglu(Aff* out, const Aff* gate, const Aff* up, int n);
 /// M11 residual x += y: one IEEE addition each, rounding u |x + y| (A1; no underflow error).

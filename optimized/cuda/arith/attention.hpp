@@ -51,13 +51,25 @@ AKV_HD inline float attn_split_value(const float* e, const float* v, long stride
 /// o[d] = fma(e_j, v_j[d], o[d]), j ascending, from +0. This is the sequence of every value
 /// of a partial, however a kernel spreads the values over threads (the emulation runs it as
 /// written; the device kernel computes the same values from shared-memory copies).
+/// mask: nullptr, or the cache's mask bytes (absolute positions; spec/leakage.md L3): a masked
+/// key's score is -inf, so its weight is +0; a split whose keys are all masked yields m = -inf,
+/// l = 0, o = 0, which the merge weighs by exp(-inf - M) = +0.
 AKV_HD inline void attn_split_partial(const float* q, const float* k, const float* v, int stride,
                                       int head_dim, float scale, int begin, int end, float* m,
-                                      float* l, float* o) {
+                                      float* l, float* o, const unsigned char* mask = nullptr) {
   float s[kKvSplit] = {};  // s[j], j < n, written before read (the init only quiets a warning)
   const int n = end - begin;
   for (int j = 0; j < n; ++j) s[j] = attn_score(q, k + static_cast<long>(begin + j) * stride, head_dim, scale);
+  if (mask != nullptr)
+    for (int j = 0; j < n; ++j)
+      if (mask[begin + j]) s[j] = -INFINITY;
   const float mx = attn_split_max(s, n);
+  if (mask != nullptr && mx == -INFINITY) {  // every key of the split masked
+    *l = 0.0f;
+    for (int d = 0; d < head_dim; ++d) o[d] = 0.0f;
+    *m = mx;
+    return;
+  }
   for (int j = 0; j < n; ++j) s[j] = attn_weight(s[j], mx);
   *l = attn_split_sum(s, n);
   for (int d = 0; d < head_dim; ++d) o[d] = attn_split_value(s, v + static_cast<long>(begin) * stride + d, stride, n);

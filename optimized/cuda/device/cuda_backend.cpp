@@ -75,6 +75,10 @@ class CudaBackend final : public Backend {
       throw Error(ErrorCode::kContextOverflow, "cuda forward: " + std::to_string(cache.size()) + " cached + " +
                                                    std::to_string(tokens.size()) + " new > max_ctx " +
                                                    std::to_string(cfg.max_ctx));
+    if (cache.mask() != nullptr)  // L3 masks live on the host only; refuse rather than ignore them
+      throw Error(ErrorCode::kBackendUnavailable,
+                  "cuda: attention masks (policy mask, spec/leakage.md L3) are not implemented on the device; "
+                  "use --backend cuda-emu or cpu");
     check(cudaSetDevice(device_), "cudaSetDevice");
     sync_mirror(cache);
     ensure_partials(cuda::n_splits(static_cast<int>(cache.size() + tokens.size())));

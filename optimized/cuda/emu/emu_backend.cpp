@@ -75,7 +75,8 @@ class CudaEmuBackend final : public Backend {
       rope_rows(s_.k.data(), M, c.n_kv_heads, c.head_dim, pos0, model_->rope->cos.data(), model_->rope->sin.data());
       std::copy_n(s_.k.begin(), static_cast<size_t>(M) * kvd, cache.k(l) + static_cast<size_t>(pos0) * kvd);
       std::copy_n(s_.v.begin(), static_cast<size_t>(M) * kvd, cache.v(l) + static_cast<size_t>(pos0) * kvd);
-      attention_rows(s_.xb2.data(), s_.q.data(), cache.k(l), cache.v(l), M, pos0, c.n_heads, c.n_kv_heads, c.head_dim);
+      attention_rows(s_.xb2.data(), s_.q.data(), cache.k(l), cache.v(l), M, pos0, c.n_heads, c.n_kv_heads, c.head_dim,
+                     cache.mask());
       gemm(s_.xb.data(), s_.xb2.data(), w.wo.data(), M, qd, d);
       add(s_.x.data(), s_.xb.data(), static_cast<size_t>(M) * d);
       rmsnorm_rows(s_.xb.data(), s_.x.data(), w.ffn_norm.data(), M, d, c.rms_eps);

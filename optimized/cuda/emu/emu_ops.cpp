@@ -51,7 +51,7 @@ void rope_rows(float* x, int M, int n_heads, int head_dim, int pos0, const float
 }
 
 void attention_rows(float* out, const float* q, const float* k, const float* v, int M, int pos0,
-                    int n_heads, int n_kv_heads, int head_dim) {
+                    int n_heads, int n_kv_heads, int head_dim, const unsigned char* mask) {
   const int kvd = n_kv_heads * head_dim, qd = n_heads * head_dim, group = n_heads / n_kv_heads;
   const float scale = attn_scale(head_dim);
   const int max_splits = n_splits(pos0 + M);
@@ -63,7 +63,7 @@ void attention_rows(float* out, const float* q, const float* k, const float* v, 
       const size_t kv_off = static_cast<size_t>(h / group) * head_dim;
       for (int c = 0; c < ns; ++c)  // the partial kernel: one thread per (row, head, split)
         attn_split_partial(qh, k + kv_off, v + kv_off, kvd, head_dim, scale, c * kKvSplit,
-                           std::min((c + 1) * kKvSplit, n_keys), &pm[c], &pl[c], &po[static_cast<size_t>(c) * head_dim]);
+                           std::min((c + 1) * kKvSplit, n_keys), &pm[c], &pl[c], &po[static_cast<size_t>(c) * head_dim], mask);
       const float L = attn_merge_weights(pm.data(), pl.data(), ns, alpha.data());  // the merge kernel
       float* o = out + static_cast<size_t>(r) * qd + static_cast<size_t>(h) * head_dim;
       for (int d = 0; d < head_dim; ++d) o[d] = attn_merge_out(po.data(), alpha.data(), ns, head_dim, d, L);

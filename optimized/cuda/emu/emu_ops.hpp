@@ -24,8 +24,9 @@ void rope_rows(float* x, int M, int n_heads, int head_dim, int pos0, const float
 
 /// Causal GQA attention (G5) for M queries q (M, n_heads*head_dim) at positions
 /// pos0 .. pos0+M-1 over the cache rows k, v (>= pos0+M, kv_heads*head_dim) of one layer;
-/// out (M, n_heads*head_dim). Runs the partial kernel then the merge kernel.
+/// out (M, n_heads*head_dim). Runs the partial kernel then the merge kernel. mask: nullptr or
+/// the cache's mask bytes (KVCache::mask(), spec/leakage.md L3).
 void attention_rows(float* out, const float* q, const float* k, const float* v, int M, int pos0,
-                    int n_heads, int n_kv_heads, int head_dim);
+                    int n_heads, int n_kv_heads, int head_dim, const unsigned char* mask = nullptr);
 
 }  // namespace akv::cuda::emu
