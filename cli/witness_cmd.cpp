@@ -1,5 +1,5 @@
 // akv witness FILE [--evict N[,M...] | --evict-poisoned] [--model tiny|small|bench|smollm2|PATH.gguf] [--seed S]
-//                  [--backend NAME] [--isa auto|portable|avx2|avx512] [--threads N] [--json]
+//                  [--backend NAME] [--isa auto|portable|avx2|avx512] [--threads N] [--policy exact|kshift|mask|keep] [--json]
 // Exit 0 exact (evict == never, bit for bit), 1 not exact, 2 bad input (spec/operations.md O5,
 // spec/input.md IN4-IN6).
 #include <iostream>
@@ -20,12 +20,14 @@ struct WitnessArgs {
   std::string evict;  // "3,5": parsed strictly by index_list
   bool evict_poisoned = false;
   bool json = false;
+  std::string policy = "exact";
   WitnessOptions opt;
 };
 
 int run_witness_cmd(const WitnessArgs& a) {
   const Conversation conv = load_conversation(a.file);
   WitnessOptions opt = a.opt;
+  opt.policy = parse_policy(a.policy);
   if (!a.evict_poisoned && !a.evict.empty()) opt.evict = index_list("--evict", a.evict);
   const WitnessReport r = run_witness(conv, opt);
   if (a.json) {
@@ -62,6 +64,9 @@ Command add_witness(CLI::App& app) {
   w->add_option("--threads", a->opt.threads, "cpu backend threads (0: $AKV_THREADS, else 2)")
       ->capture_default_str()
       ->check(decimal(0, cpu::kMaxThreads));
+  w->add_option("--policy", a->policy, "Eviction policy: exact (akv) | kshift | mask | keep (spec/leakage.md; only exact can pass)")
+      ->capture_default_str()
+      ->check(nonempty());
   w->add_flag("--json", a->json, "Print one JSON object instead of text");
   return {w, [a] { return run_witness_cmd(*a); }};
 }

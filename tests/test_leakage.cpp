@@ -12,7 +12,9 @@
 #include "reference/ops.hpp"
 #include "reference/policy.hpp"
 #include "reference/tokenizer.hpp"
+#include "cli_support.hpp"
 #include "support.hpp"
+#include <nlohmann/json.hpp>
 #include "verify/backends.hpp"
 #include "verify/digest.hpp"
 
@@ -288,4 +290,30 @@ TEST(L8_PrefixUntouched, EveryPolicy) {
       EXPECT_EQ(cache_sha256(s.cache()), whole) << policy_name(p);
     }
   }
+}
+
+// L1: the witness runs a policy in place of exact eviction; only exact passes on an interior span.
+TEST(L1_WitnessPolicy, OnlyExactPassesOnAnInteriorSpan) {
+  const std::string f = akv::test::example("ad02_slack_ut16_claude35.json");  // poisoned 3, 5: interior
+  for (const std::string p : {"exact", "kshift", "mask", "keep"}) {
+    const auto r = akv::test::run_akv({"witness", f, "--model", "tiny", "--policy", p, "--json"});
+    const auto j = nlohmann::json::parse(r.out.empty() ? "{}" : r.out);
+    ASSERT_TRUE(j.contains("policy")) << p << ": " << r.err;
+    EXPECT_EQ(j["policy"], p);
+    if (p == "exact") {
+      EXPECT_EQ(r.code, 0) << r.err;
+      EXPECT_EQ(j["evict_vs_never_max_abs"].get<double>(), 0.0);
+      EXPECT_EQ(j["tokens_probe"].get<size_t>(), 0u);
+    } else {
+      EXPECT_EQ(r.code, 1) << p << " must not pass: " << r.err;
+      EXPECT_GT(j["evict_vs_never_max_abs"].get<double>(), 0.0) << p;
+      EXPECT_GT(j["tokens_probe"].get<size_t>(), 0u) << p;
+      EXPECT_FALSE(j["exact"].get<bool>()) << p;
+    }
+    EXPECT_TRUE(j["prefix_untouched"].get<bool>()) << p << " (L8)";
+  }
+  const auto bad = akv::test::run_akv({"witness", f, "--model", "tiny", "--policy", "approx"});
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find("unknown policy 'approx'"), std::string::npos) << bad.err;
+  EXPECT_EQ(bad.out, "");
 }

@@ -10,6 +10,7 @@
 
 #include "reference/backend.hpp"
 #include "reference/chat.hpp"
+#include "reference/policy.hpp"
 
 namespace akv {
 
@@ -20,6 +21,11 @@ struct WitnessOptions {
   std::string isa = "auto";     // cpu: portable | avx2 | avx512 | auto ($AKV_ISA, else the best)
   int threads = 0;              // cpu: 0 means $AKV_THREADS, else 2
   std::vector<size_t> evict;  // message indexes; empty: the conversation's "poisoned" list
+  /// How the spans are removed (spec/leakage.md L1): akv's exact eviction, or an approximation
+  /// run beside it for comparison. A non-exact policy leaves stale logits, so both sessions
+  /// then append the reply prompt (L9) and its logits are compared; the witness reports how
+  /// far the policy is from never-shown and exits 1 unless it is bitwise equal.
+  EvictPolicy policy = EvictPolicy::kExact;
 };
 
 /// The span id of a conversation's preamble (EncodedConversation::preamble): never evicted.
@@ -27,6 +33,8 @@ inline constexpr uint64_t kPreambleSpan = UINT64_MAX;
 
 struct WitnessReport {
   std::string model, backend;
+  std::string policy = "exact";  // the eviction policy run (spec/leakage.md L1)
+  size_t tokens_probe = 0;       // non-exact policies: reply-prompt tokens appended to both before comparing
   std::string model_source;     // "synthetic, seed 1" or the model file read
   std::string encoder;          // "fixture" or "chatml"
   size_t tokens_preamble = 0;   // template tokens before message 0 (span kPreambleSpan)
