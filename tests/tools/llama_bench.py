@@ -68,10 +68,14 @@ def bench(args):
                     ctx.decode(batch_obj)
 
                 times = []
+                ctx.kv_cache_clear()
+                for i in range(0, depth, batch):  # the context, once: each run drops what it generated
+                    decode([rng.randrange(vocab) for _ in range(min(batch, depth - i))], i)
                 for run in range(args.runs + 1):  # run 0: warm-up
-                    ctx.kv_cache_clear()
-                    for i in range(0, depth, batch):
-                        decode([rng.randrange(vocab) for _ in range(min(batch, depth - i))], i)
+                    if depth:
+                        ctx.kv_cache_seq_rm(0, depth, -1)
+                    else:
+                        ctx.kv_cache_clear()
                     toks = [rng.randrange(vocab) for _ in range(n)]
                     if kind == "pp":
                         batch_obj.set_batch(batch=toks, n_past=0, logits_all=False)
