@@ -52,6 +52,8 @@ def bench(args):
     for path in args.models:
         for fa in (True, False):
             for kind, n, depth in (("pp", 512, 0), ("pp", 2048, 0), ("tg", args.steps, 4096)):
+                if args.tests and f"{kind}{n if kind == 'pp' else ''}" not in args.tests.split(","):
+                    continue
                 n_ctx = depth + n
                 batch = n if kind == "pp" else 512
                 no_extra = quantized(path)
@@ -144,6 +146,7 @@ def main():
     b.add_argument("--runs", type=int, default=5)
     b.add_argument("--steps", type=int, default=32)
     b.add_argument("--json", required=True)
+    b.add_argument("--tests", default="", help="comma-separated subset of pp512,pp2048,tg (default: all)")
     a = p.parse_args()
     if a.cmd == "to-f32":
         to_f32(a.src, a.dst)
