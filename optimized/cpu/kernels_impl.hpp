@@ -242,6 +242,55 @@ void accumulate_keys_any(float* out, const float* v, int stride, const float* e,
   }
 }
 
+// K4 step 5 for U states over keys [0, nb) of a block, C = head_dim / 16 lane sets each: per
+// state acc = acc * alpha, then acc[i] = fma(e_p, v_p[i], acc[i]) for p in key order. The U
+// states only share the loads of v_p: each one's chain is the one it runs alone.
+template <class S, int U, int C>
+void accumulate_block(float* const* out, const float* v, int stride, const float* const* e, int nb, const float* alpha) {
+  typename S::V acc[U][C];
+  for (int u = 0; u < U; ++u)
+    for (int c = 0; c < C; ++c) acc[u][c] = S::mul(S::load(out[u] + c * kLanes), S::set1(alpha[u]));
+  for (int j = 0; j < nb; ++j) {
+    const float* vj = v + static_cast<size_t>(j) * stride;
+    typename S::V w[C];
+    for (int c = 0; c < C; ++c) w[c] = S::load(vj + c * kLanes);
+    for (int u = 0; u < U; ++u) {
+      const typename S::V ej = S::set1(e[u][j]);
+      for (int c = 0; c < C; ++c) acc[u][c] = S::fma(ej, w[c], acc[u][c]);
+    }
+  }
+  for (int u = 0; u < U; ++u)
+    for (int c = 0; c < C; ++c) S::store(out[u] + c * kLanes, acc[u][c]);
+}
+
+template <class S, int C>
+void accumulate_block_u(int u, float* const* out, const float* v, int stride, const float* const* e, int nb,
+                        const float* alpha) {
+  switch (u) {
+    case 1: return accumulate_block<S, 1, C>(out, v, stride, e, nb, alpha);
+    case 2: return accumulate_block<S, 2, C>(out, v, stride, e, nb, alpha);
+    case 3: return accumulate_block<S, 3, C>(out, v, stride, e, nb, alpha);
+    default: return accumulate_block<S, 4, C>(out, v, stride, e, nb, alpha);
+  }
+}
+
+// Step 5 for u <= 4 states with the same nb keys of a block.
+template <class S>
+void accumulate_states(int u, float* const* out, const float* v, int stride, const float* const* e, int nb,
+                       const float* alpha, int hd) {
+  switch (hd) {
+    case 32: return accumulate_block_u<S, 2>(u, out, v, stride, e, nb, alpha);
+    case 64: return accumulate_block_u<S, 4>(u, out, v, stride, e, nb, alpha);
+    case 128:  // 8 lane sets a state: two states at a time keep the accumulators in registers
+      for (int x = 0; x < u; x += 2)
+        if (u - x >= 2) accumulate_block<S, 2, 8>(out + x, v, stride, e + x, nb, alpha + x);
+        else accumulate_block<S, 1, 8>(out + x, v, stride, e + x, nb, alpha + x);
+      return;
+    default:
+      for (int x = 0; x < u; ++x) accumulate_keys_any<S>(out[x], v, stride, e[x], 0, nb, alpha[x], hd);
+  }
+}
+
 // Scores of keys [j0, j1) of a block for one query head, not yet scaled (K2 dots).
 template <class S>
 void scores(const float* q, const float* k, int stride, int hd, float* e, int j0, int j1) {
@@ -365,11 +414,21 @@ void attention(const AttnArgs& a) {
       }
       s += u;
     }
-    for (int j0 = 0; j0 < nb_max; j0 += kChunk)
-      for (int s = 0; s < n_states; ++s) {
-        const int j1 = std::min(j0 + kChunk, nb_of(s));
-        if (j1 > j0) accumulate_keys_any<S>(out_of(s), vb, a.stride, e[s], j0, j1, alpha[s], hd);
+    for (int s = 0; s < n_states;) {  // runs of up to 4 states with the same keys share each v_p load
+      const int nb = nb_of(s);
+      int u = 1;
+      while (u < 4 && s + u < n_states && nb_of(s + u) == nb) ++u;
+      if (nb > 0) {
+        float* outs[4];
+        const float* es[4];
+        for (int x = 0; x < u; ++x) {
+          outs[x] = out_of(s + x);
+          es[x] = e[s + x];
+        }
+        accumulate_states<S>(u, outs, vb, a.stride, es, nb, alpha + s, hd);
       }
+      s += u;
+    }
   }
   for (int s = 0; s < n_states; ++s) {
     float* out = out_of(s);
