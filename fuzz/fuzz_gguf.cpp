@@ -46,7 +46,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const akv::Config c = akv::model::config_from_gguf(*f, "fuzz");
     const akv::Weights<float> w = akv::model::weights_from_gguf(*f, c);
     if (w.tok_emb.size() != static_cast<size_t>(c.vocab) * c.hidden || w.layers.size() != static_cast<size_t>(c.n_layers) ||
-        w.wcls.size() != w.tok_emb.size())
+        akv::classifier(w).size() != w.tok_emb.size() || (c.tied_output && !w.wcls.empty()))
       finding("weights of the wrong shape");
   } catch (const akv::Error& e) {
     check_error(e);
