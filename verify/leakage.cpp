@@ -55,28 +55,6 @@ Run generate(Session& s, const std::vector<Token>& prompt, size_t n) {
   return r;
 }
 
-// Builds the session of `enc` without the messages in `skip`; span id = message index.
-void build(Session& s, const EncodedConversation& enc, const std::set<size_t>& skip) {
-  if (!enc.preamble.empty()) s.append(kPreambleSpan, enc.preamble, LogitRows::kLast);
-  for (size_t i = 0; i < enc.spans.size(); ++i)
-    if (!skip.count(i)) s.append(i, enc.spans[i], LogitRows::kLast);
-}
-
-std::vector<size_t> checked_evict(const Conversation& conv, const LeakageOptions& opt) {
-  if (conv.messages.empty()) throw Error(ErrorCode::kBadInput, "conversation: no messages");
-  const std::vector<size_t> evict = opt.evict.empty() ? conv.poisoned : opt.evict;
-  if (evict.empty())
-    throw Error(ErrorCode::kBadInput, "nothing to evict: the conversation's \"poisoned\" list is missing or empty; name messages with --evict");
-  std::set<size_t> doomed;
-  for (size_t i : evict) {
-    if (i >= conv.messages.size())
-      throw Error(ErrorCode::kBadInput, fmt::format("--evict: message index {} out of range ({} messages)", i, conv.messages.size()));
-    if (!doomed.insert(i).second) throw Error(ErrorCode::kBadInput, fmt::format("--evict: message index {} repeated", i));
-  }
-  if (doomed.size() == conv.messages.size())
-    throw Error(ErrorCode::kBadInput, "--evict: evicting every message leaves nothing to compare");
-  return {doomed.begin(), doomed.end()};
-}
 }  // namespace
 
 size_t argmax(const std::vector<float>& x) {
@@ -113,7 +91,7 @@ bool LeakageReport::exact_ok() const {
 }
 
 LeakageReport run_leakage(const Conversation& conv, const std::string& file, const LeakageOptions& opt) {
-  const std::vector<size_t> evicted = checked_evict(conv, opt);
+  const std::vector<size_t> evicted = checked_evict_indexes(conv, opt.evict);
   if (opt.policies.empty()) throw Error(ErrorCode::kBadInput, "--policies: no policy");
   const LoadedModel lm = load_model(opt.model, opt.seed);
   const EncodedConversation enc = lm.encoder->encode(conv);
@@ -139,7 +117,7 @@ LeakageReport run_leakage(const Conversation& conv, const std::string& file, con
 
   Session poisoned(*backend);
   auto t0 = Clock::now();
-  build(poisoned, enc, {});
+  build_session(poisoned, enc);
   r.ms_build_poisoned = ms_since(t0);
   r.tokens_poisoned = poisoned.size();
   r.span_start = SIZE_MAX;
@@ -148,7 +126,7 @@ LeakageReport run_leakage(const Conversation& conv, const std::string& file, con
 
   Session never(*backend);
   t0 = Clock::now();
-  build(never, enc, doomed);
+  build_session(never, enc, doomed);
   r.ms_build_never = ms_since(t0);
   r.tokens_never = never.size();
   const Run nr = generate(never, prompt, opt.continuation);
@@ -193,7 +171,7 @@ LeakageReport run_leakage(const Conversation& conv, const std::string& file, con
     for (const auto& [name, msg] : where) {
       Session rebuilt(*backend);
       t0 = Clock::now();
-      build(rebuilt, enc, {msg});
+      build_session(rebuilt, enc, {msg});
       const double ms_rebuild = ms_since(t0);
       for (EvictPolicy pol : opt.policies) {
         Session s = poisoned;

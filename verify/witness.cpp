@@ -28,9 +28,9 @@ WitnessReport run_witness(const Conversation& conv, const WitnessOptions& opt) {
   return run_witness(conv, opt, [&](std::shared_ptr<const Model> m) { return make_backend(opt.backend, std::move(m), bo); });
 }
 
-WitnessReport run_witness(const Conversation& conv, const WitnessOptions& opt, const BackendFactory& make) {
+std::vector<size_t> checked_evict_indexes(const Conversation& conv, const std::vector<size_t>& requested) {
   if (conv.messages.empty()) throw Error(ErrorCode::kBadInput, "conversation: no messages");
-  std::vector<size_t> evict = opt.evict.empty() ? conv.poisoned : opt.evict;
+  const std::vector<size_t>& evict = requested.empty() ? conv.poisoned : requested;
   if (evict.empty())
     throw Error(ErrorCode::kBadInput, "nothing to evict: the conversation's \"poisoned\" list is missing or empty; name messages with --evict");
   std::set<size_t> doomed;
@@ -41,11 +41,22 @@ WitnessReport run_witness(const Conversation& conv, const WitnessOptions& opt, c
   }
   if (doomed.size() == conv.messages.size())
     throw Error(ErrorCode::kBadInput, "--evict: evicting every message leaves nothing to compare");
+  return {doomed.begin(), doomed.end()};
+}
+
+void build_session(Session& s, const EncodedConversation& enc, const std::set<size_t>& skip) {
+  if (!enc.preamble.empty()) s.append(kPreambleSpan, enc.preamble, LogitRows::kLast);
+  for (size_t i = 0; i < enc.spans.size(); ++i)
+    if (!skip.count(i)) s.append(i, enc.spans[i], LogitRows::kLast);
+}
+
+WitnessReport run_witness(const Conversation& conv, const WitnessOptions& opt, const BackendFactory& make) {
+  const std::vector<size_t> evicted = checked_evict_indexes(conv, opt.evict);
+  const std::set<size_t> doomed(evicted.begin(), evicted.end());
 
   const LoadedModel lm = load_model(opt.model, opt.seed);
   const auto& model = lm.model;
   const EncodedConversation enc = lm.encoder->encode(conv);
-  const std::vector<std::vector<Token>>& spans = enc.spans;
   const size_t total = enc.tokens();
   if (total > static_cast<size_t>(model->config.max_ctx))
     throw Error(ErrorCode::kContextOverflow, fmt::format("conversation is {} tokens, more than model '{}' holds ({})", total,
@@ -63,15 +74,14 @@ WitnessReport run_witness(const Conversation& conv, const WitnessOptions& opt, c
   if (const auto* cb = dynamic_cast<const cpu::CpuBackend*>(backend_p.get()))
     r.isa = fmt::format("{}, {} threads", cpu::isa_name(cb->isa()), cb->threads());
   r.seed = opt.seed;
-  r.evicted.assign(doomed.begin(), doomed.end());
+  r.evicted = evicted;
   r.messages = conv.messages.size();
   r.ignored_fields = conv.ignored;
 
   // The poisoned session, message by message: span id = message index.
   Session poisoned(*backend_p);
   auto t0 = Clock::now();
-  if (!enc.preamble.empty()) poisoned.append(kPreambleSpan, enc.preamble, LogitRows::kLast);
-  for (size_t i = 0; i < spans.size(); ++i) poisoned.append(i, spans[i], LogitRows::kLast);
+  build_session(poisoned, enc);
   r.ms_build_poisoned = ms_since(t0);
   r.tokens_poisoned = poisoned.size();
   const std::vector<float> poison_logits(poisoned.logits().begin(), poisoned.logits().end());
@@ -94,9 +104,7 @@ WitnessReport run_witness(const Conversation& conv, const WitnessOptions& opt, c
   // The never-shown session.
   Session never(*backend_n);
   t0 = Clock::now();
-  if (!enc.preamble.empty()) never.append(kPreambleSpan, enc.preamble, LogitRows::kLast);
-  for (size_t i = 0; i < spans.size(); ++i)
-    if (!doomed.count(i)) never.append(i, spans[i], LogitRows::kLast);
+  build_session(never, enc, doomed);
   r.ms_build_never = ms_since(t0);
   r.tokens_never = never.size();
   const std::vector<float> never_last(never.logits().begin(), never.logits().end());

@@ -5,11 +5,14 @@
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "reference/backend.hpp"
 #include "reference/chat.hpp"
+#include "reference/chat_encoder.hpp"
+#include "reference/session.hpp"
 #include "reference/policy.hpp"
 
 namespace akv {
@@ -60,6 +63,15 @@ struct WitnessReport {
   /// Exit 0 condition: caches and next-token logits bitwise equal.
   bool exact() const { return caches_identical && logits_identical; }
 };
+
+/// The message indexes to evict, ascending: `evict`, or the conversation's "poisoned" list
+/// when empty. Error(kBadInput) when the conversation has no messages, there is nothing to
+/// evict, an index is out of range or repeated, or every message would be evicted.
+std::vector<size_t> checked_evict_indexes(const Conversation& conv, const std::vector<size_t>& evict);
+
+/// Appends `enc` to `s` as the witness does: the preamble (span kPreambleSpan), then every
+/// message whose index is not in `skip` (span id = index), logits of each span's last row only.
+void build_session(Session& s, const EncodedConversation& enc, const std::set<size_t>& skip = {});
 
 /// Runs the witness. Throws Error(kBadInput) when there is nothing to evict, an index is
 /// out of range or repeated, or every message would be evicted; kInvalidToken for a raw
