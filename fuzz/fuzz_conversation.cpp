@@ -8,15 +8,11 @@
 #include <cstdlib>
 #include <string_view>
 
+#include "fuzz/finding.hpp"
 #include "reference/chat.hpp"
 #include "reference/error.hpp"
 
-namespace {
-[[noreturn]] void finding(const char* what) {
-  std::fprintf(stderr, "akv fuzz finding: %s\n", what);
-  std::abort();
-}
-}  // namespace
+using akv::fuzz::finding;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);

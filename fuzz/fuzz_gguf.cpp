@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "fuzz/finding.hpp"
 #include "model/dequant.hpp"
 #include "model/gguf.hpp"
 #include "model/gguf_config.hpp"
@@ -19,15 +20,8 @@
 #include "reference/error.hpp"
 
 namespace {
-[[noreturn]] void finding(const char* what) {
-  std::fprintf(stderr, "akv fuzz finding: %s\n", what);
-  std::abort();
-}
+using akv::fuzz::finding;
 
-void check_error(const akv::Error& e) {
-  if (e.code() != akv::ErrorCode::kBadModel) finding("an error other than bad_model");
-  if (std::string_view(e.what()).find('\n') != std::string_view::npos) finding("an error message of two lines");
-}
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -35,7 +29,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
     f.emplace(akv::model::GgufFile::parse(std::vector<uint8_t>(data, data + size), "fuzz.gguf"));
   } catch (const akv::Error& e) {
-    check_error(e);
+    akv::fuzz::check_bad_model(e);
     return 0;
   }
   for (const akv::model::TensorInfo& t : f->tensors()) {
@@ -49,7 +43,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         akv::classifier(w).size() != w.tok_emb.size() || (c.tied_output && !w.wcls.empty()))
       finding("weights of the wrong shape");
   } catch (const akv::Error& e) {
-    check_error(e);
+    akv::fuzz::check_bad_model(e);
   }
   return 0;
 }

@@ -10,20 +10,14 @@
 #include <string_view>
 #include <vector>
 
+#include "fuzz/finding.hpp"
 #include "model/hf_config.hpp"
 #include "model/safetensors.hpp"
 #include "reference/error.hpp"
 
 namespace {
-[[noreturn]] void finding(const char* what) {
-  std::fprintf(stderr, "akv fuzz finding: %s\n", what);
-  std::abort();
-}
+using akv::fuzz::finding;
 
-void check_error(const akv::Error& e) {
-  if (e.code() != akv::ErrorCode::kBadModel) finding("an error other than bad_model");
-  if (std::string_view(e.what()).find('\n') != std::string_view::npos) finding("an error message of two lines");
-}
 
 void config(const uint8_t* data, size_t size) {
   try {
@@ -32,7 +26,7 @@ void config(const uint8_t* data, size_t size) {
         !(c.rope_theta > 0.0f) || !(c.rms_eps > 0.0f))
       finding("a config out of range");
   } catch (const akv::Error& e) {
-    check_error(e);
+    akv::fuzz::check_bad_model(e);
   }
 }
 
@@ -49,7 +43,7 @@ void safetensors(const uint8_t* data, size_t size) {
     }
     if (f.data_offset() + at != f.file_size()) finding("bytes after the last tensor");
   } catch (const akv::Error& e) {
-    check_error(e);
+    akv::fuzz::check_bad_model(e);
   }
 }
 }  // namespace

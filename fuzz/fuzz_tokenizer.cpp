@@ -13,6 +13,7 @@
 #include <string>
 #include <string_view>
 
+#include "fuzz/finding.hpp"
 #include "model/bpe_tokenizer.hpp"
 #include "model/chatml.hpp"
 #include "model/pre_tokenizer.hpp"
@@ -23,10 +24,7 @@ using namespace akv::model;
 
 namespace {
 
-[[noreturn]] void finding(const char* what) {
-  std::fprintf(stderr, "akv fuzz finding: %s\n", what);
-  std::abort();
-}
+using akv::fuzz::finding;
 
 const char* kTemplate =
     "{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}{{ '<|im_start|>system\n"
