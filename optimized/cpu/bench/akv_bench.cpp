@@ -17,6 +17,7 @@
 #include <string>
 #include <thread>
 
+#include "optimized/cpu/bench/common.hpp"
 #include "optimized/cpu/bench/peak.hpp"
 #include "optimized/cpu/bench/svg.hpp"
 #include "optimized/cpu/cpu_backend.hpp"
@@ -25,32 +26,12 @@
 extern "C" void openblas_set_num_threads(int);
 
 using namespace akv;
-using Clock = std::chrono::steady_clock;
+using bench::Clock;
+using bench::cpu_model;
+using bench::peak_rss_kib;
+using bench::secs;
 
 namespace {
-
-double secs(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
-
-std::vector<Token> prompt(size_t n, uint32_t seed, int vocab) {
-  std::vector<Token> t(n);
-  uint32_t x = seed * 2654435761u + 1;
-  for (auto& v : t) {
-    x = x * 1664525u + 1013904223u;
-    v = static_cast<Token>((x >> 8) % static_cast<uint32_t>(vocab));
-  }
-  return t;
-}
-
-// Flops of running m tokens at positions [p0, p0 + m): 2 per multiply-add of every matmul, and
-// 4 * head_dim per (query head, key) pair of attention (q.k and the value sum).
-double flops(const Config& c, size_t p0, size_t m) {
-  const double mm = static_cast<double>(c.hidden) * (c.q_dim() + 2 * c.kv_dim()) + double(c.q_dim()) * c.hidden +
-                    3.0 * c.hidden * c.ffn;
-  const double per_token = 2.0 * (mm * c.n_layers + double(c.hidden) * c.vocab);
-  double keys = 0;
-  for (size_t i = 0; i < m; ++i) keys += static_cast<double>(p0 + i + 1);
-  return per_token * m + 4.0 * c.head_dim * c.n_heads * c.n_layers * keys;
-}
 
 // Seconds of one forward of `t` on a fresh cache.
 double time_prefill(Backend& b, const std::vector<Token>& t) {
@@ -59,19 +40,6 @@ double time_prefill(Backend& b, const std::vector<Token>& t) {
   const auto t0 = Clock::now();
   b.forward(cache, t, logits);
   return secs(t0);
-}
-
-std::string cpu_model() {
-  std::ifstream in("/proc/cpuinfo");
-  for (std::string line; std::getline(in, line);)
-    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
-  return "unknown";
-}
-
-long peak_rss_kib() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  return u.ru_maxrss;
 }
 
 }  // namespace
@@ -128,8 +96,8 @@ int main(int argc, char** argv) {
   std::vector<size_t> lens = quick ? std::vector<size_t>{128, 512} : std::vector<size_t>{128, 256, 512, 1024, 2048};
   bench::Series gf{"cpu backend prefill", "#1f77b4", {}}, pk{"FMA peak", "#999999", {}};
   for (size_t n : lens) {
-    const double s = time_prefill(cpu_b, prompt(n, 1, cfg.vocab));
-    const double g = flops(cfg, 0, n) / s / 1e9;
+    const double s = time_prefill(cpu_b, bench::random_tokens(n, 1, cfg.vocab));
+    const double g = bench::flops(cfg, 0, n, n) / s / 1e9;
     gf.points.push_back({static_cast<double>(n), g});
     pk.points.push_back({static_cast<double>(n), peak});
     J["prefill"].push_back({{"tokens", n}, {"seconds", s}, {"gflops", g}, {"fraction_of_peak", g / peak}});
@@ -178,9 +146,9 @@ int main(int argc, char** argv) {
   {
     const size_t n = quick ? 16 : 64;
     auto ref_b = make_reference_backend(model);
-    const auto t = prompt(n, 2, cfg.vocab);
+    const auto t = bench::random_tokens(n, 2, cfg.vocab);
     const double sr = time_prefill(*ref_b, t), sc = time_prefill(cpu_b, t);
-    const double gr = flops(cfg, 0, n) / sr / 1e9;
+    const double gr = bench::flops(cfg, 0, n, n) / sr / 1e9;
     J["reference"] = {{"tokens", n}, {"seconds", sr}, {"gflops", gr}, {"cpu_seconds_same_prompt", sc},
                       {"speedup_same_prompt", sr / sc}, {"speedup_vs_2048_prefill_rate", prefill_gflops / gr}};
     fmt::print("reference, {} tokens: {:.2f} s = {:.2f} GFLOP/s; cpu on the same prompt {:.3f} s: {:.0f}x; "
@@ -192,7 +160,7 @@ int main(int argc, char** argv) {
   {
     const size_t ctx = quick ? 512 : 4096, steps = 32;
     KVCache cache(cfg);
-    const auto t = prompt(ctx + steps, 3, cfg.vocab);
+    const auto t = bench::random_tokens(ctx + steps, 3, cfg.vocab);
     std::vector<float> logits(ctx * cfg.vocab);
     cpu_b.forward(cache, std::span<const Token>(t.data(), ctx), logits);
     const auto t0 = Clock::now();
@@ -206,7 +174,7 @@ int main(int argc, char** argv) {
   {
     const size_t spans = 32, span_len = quick ? 16 : 64;
     std::vector<std::vector<Token>> conv;
-    for (size_t i = 0; i < spans; ++i) conv.push_back(prompt(span_len, 100 + static_cast<uint32_t>(i), cfg.vocab));
+    for (size_t i = 0; i < spans; ++i) conv.push_back(bench::random_tokens(span_len, 100 + static_cast<uint32_t>(i), cfg.vocab));
     Session base(cpu_b);
     auto t0 = Clock::now();
     for (size_t i = 0; i < spans; ++i) base.append(i, conv[i]);

@@ -21,47 +21,25 @@
 #include <thread>
 
 #include "model/gguf_weights.hpp"
+#include "optimized/cpu/bench/common.hpp"
 #include "optimized/cpu/bench/peak.hpp"
 #include "optimized/cpu/cpu_backend.hpp"
 
 extern "C" char* openblas_get_corename(void);
 
 using namespace akv;
-using Clock = std::chrono::steady_clock;
+using bench::Clock;
+using bench::cpu_model;
+using bench::flops;
+using bench::random_tokens;
+using bench::secs;
 
 namespace {
-
-double secs(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const size_t n = v.size();
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-std::vector<Token> random_tokens(size_t n, uint32_t seed, int vocab) {
-  std::vector<Token> t(n);
-  uint32_t x = seed * 2654435761u + 1;
-  for (auto& v : t) {
-    x = x * 1664525u + 1013904223u;
-    v = static_cast<Token>((x >> 8) % static_cast<uint32_t>(vocab));
-  }
-  return t;
-}
-
-// 2 flops per matmul multiply-add (classifier on `out_rows` rows), 4 * head_dim per (query head, key).
-double flops(const Config& c, size_t p0, size_t m, size_t out_rows) {
-  const double mm = double(c.hidden) * (c.q_dim() + 2 * c.kv_dim()) + double(c.q_dim()) * c.hidden + 3.0 * c.hidden * c.ffn;
-  double keys = 0;
-  for (size_t i = 0; i < m; ++i) keys += static_cast<double>(p0 + i + 1);
-  return 2.0 * mm * c.n_layers * m + 2.0 * double(c.hidden) * c.vocab * out_rows + 4.0 * c.head_dim * c.n_heads * c.n_layers * keys;
-}
-
-std::string cpu_model() {
-  std::ifstream in("/proc/cpuinfo");
-  for (std::string line; std::getline(in, line);)
-    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
-  return "unknown";
 }
 
 // OpenBLAS's generic kernels are the fallback for CPUs its build does not know.
