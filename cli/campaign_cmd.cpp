@@ -119,7 +119,7 @@ Command add_campaign(CLI::App& app) {
   c->add_option("--seed", a->seed, "RapidCheck seed (default: RC_PARAMS seed, else random)")
       ->check(decimal(0, UINT64_MAX))
       ->each([a](const std::string&) { a->seed_set = true; });
-  c->add_option("--backend", a->backend, "Backend to test: " + names_help(backend_names()))->capture_default_str()->check(nonempty());
+  c->add_option("--backend", a->backend, "Backend to test: " + names_help(known_backend_names()) + " (in this build and on this machine: " + names_help(backend_names()) + ")")->capture_default_str()->check(nonempty());
   c->add_option("--profile", a->profile, "Generator profile: ci | long (reaches the model's context) | real (SmolLM2-135M-Instruct)")
       ->capture_default_str()
       ->check(nonempty());

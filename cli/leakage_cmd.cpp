@@ -14,7 +14,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/options.hpp"
-#include "optimized/cpu/thread_pool.hpp"
+#include "cli/shared_options.hpp"
 #include "reference/error.hpp"
 #include "verify/backends.hpp"
 #include "verify/leakage.hpp"
@@ -103,19 +103,11 @@ Command add_leakage(CLI::App& app) {
   auto a = std::make_shared<LeakageArgs>();
   auto* w = app.add_subcommand("leakage", "Measure what keep / mask / kshift eviction leaks against never-shown, beside exact");
   w->add_option("FILE", a->files, "Conversations: OpenAI chat JSON with a \"poisoned\" list")->required()->check(nonempty());
-  w->add_option("--policies", a->policies, "Comma-separated: keep, mask, kshift, exact")->capture_default_str()->check(nonempty());
+  w->add_option("--policies", a->policies, "Comma-separated, from: " + names_help(policy_names()))->capture_default_str()->check(nonempty());
   w->add_option("--evict", a->evict, "Message indexes to evict (comma-separated) instead of each \"poisoned\" list")->check(nonempty());
-  w->add_option("--model", a->opt.model, "Model: " + names_help(model_names()) + " or a PATH.gguf")
-      ->capture_default_str()
-      ->check(nonempty());
+  add_model_option(w, a->opt.model);
   w->add_option("--seed", a->opt.seed, "Weight seed (synthetic models)")->capture_default_str()->check(decimal(0, UINT64_MAX));
-  w->add_option("--backend", a->opt.backend, "Backend: " + names_help(known_backend_names()))
-      ->capture_default_str()
-      ->check(nonempty());
-  w->add_option("--isa", a->opt.isa, "cpu backend ISA: auto | portable | avx2 | avx512")->capture_default_str()->check(nonempty());
-  w->add_option("--threads", a->opt.threads, "cpu backend threads (0: $AKV_THREADS, else 2)")
-      ->capture_default_str()
-      ->check(decimal(0, cpu::kMaxThreads));
+  add_backend_options(w, a->opt.backend, a->opt.backend_options);
   w->add_option("--tokens", a->opt.continuation, "Greedy continuation length")->capture_default_str()->check(decimal(1, 4096));
   w->add_flag("--no-positions", a->no_positions, "Skip the cost of evicting the start, middle and end message");
   w->add_flag("--json", a->json, "Print one JSON object instead of the Markdown table");

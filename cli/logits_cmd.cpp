@@ -8,7 +8,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/options.hpp"
-#include "optimized/cpu/thread_pool.hpp"
+#include "cli/shared_options.hpp"
 #include "reference/error.hpp"
 #include "reference/session.hpp"
 #include "verify/backends.hpp"
@@ -80,15 +80,9 @@ Command add_logits(CLI::App& app) {
   auto a = std::make_shared<LogitsArgs>();
   auto* l = app.add_subcommand("logits", "Print or write the logits a model produces on a conversation");
   l->add_option("FILE", a->file, "Conversation: OpenAI chat JSON")->required()->check(nonempty());
-  l->add_option("--model", a->model, "Model: " + names_help(model_names()) + " or a PATH.gguf")
-      ->capture_default_str()
-      ->check(nonempty());
+  add_model_option(l, a->model);
   l->add_option("--seed", a->seed, "Weight seed (synthetic models)")->capture_default_str()->check(decimal(0, UINT64_MAX));
-  l->add_option("--backend", a->backend, "Backend: " + names_help(backend_names()))->capture_default_str()->check(nonempty());
-  l->add_option("--isa", a->bo.isa, "cpu backend ISA: auto | portable | avx2 | avx512")->capture_default_str()->check(nonempty());
-  l->add_option("--threads", a->bo.threads, "cpu backend threads (0: $AKV_THREADS, else 2)")
-      ->capture_default_str()
-      ->check(decimal(0, cpu::kMaxThreads));
+  add_backend_options(l, a->backend, a->bo);
   l->add_option("--positions", a->positions, "last: the next-token logits; all: one row per token")
       ->capture_default_str()
       ->check(one_of({"last", "all"}));

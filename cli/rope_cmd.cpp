@@ -7,6 +7,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/options.hpp"
+#include "cli/shared_options.hpp"
 #include "reference/error.hpp"
 #include "verify/models.hpp"
 #include "verify/npy.hpp"
@@ -40,9 +41,7 @@ int run_rope(const RopeArgs& a) {
 Command add_rope(CLI::App& app) {
   auto a = std::make_shared<RopeArgs>();
   auto* r = app.add_subcommand("rope", "Write akv's RoPE table (cos, sin) as a float32 .npy file");
-  r->add_option("--model", a->model, "Model: " + names_help(model_names()) + " or a PATH.gguf")
-      ->capture_default_str()
-      ->check(nonempty());
+  add_model_option(r, a->model);
   r->add_option("--positions", a->positions, "Positions [0, N) (default: the model's context)")
       ->check(decimal(1, UINT32_MAX));
   r->add_option("--out", a->out, "Output .npy file")->required()->check(nonempty());

@@ -6,6 +6,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/options.hpp"
+#include "cli/shared_options.hpp"
 #include "verify/models.hpp"
 #include "verify/witness.hpp"
 
@@ -48,9 +49,7 @@ Command add_tokenize(CLI::App& app) {
   auto a = std::make_shared<TokenizeArgs>();
   auto* t = app.add_subcommand("tokenize", "Print the token ids of a conversation under a model's tokenizer and chat template");
   t->add_option("FILE", a->file, "Conversation: OpenAI chat JSON")->required()->check(nonempty());
-  t->add_option("--model", a->model, "Model: " + names_help(model_names()) + " or a PATH.gguf")
-      ->capture_default_str()
-      ->check(nonempty());
+  add_model_option(t, a->model);
   t->add_option("--seed", a->seed, "Weight seed (synthetic models)")->capture_default_str()->check(decimal(0, UINT64_MAX));
   t->add_flag("--json", a->json, "Print one JSON object: tokens and spans");
   return {t, [a] { return run_tokenize(*a); }};

@@ -1,15 +1,13 @@
-// akv witness FILE [--evict N[,M...] | --evict-poisoned] [--model tiny|small|bench|smollm2|PATH.gguf] [--seed S]
-//                  [--backend NAME] [--isa auto|portable|avx2|avx512] [--threads N] [--policy exact|kshift|mask|keep] [--json]
-// Exit 0 exact (evict == never, bit for bit), 1 not exact, 2 bad input (spec/operations.md O5,
-// spec/input.md IN4-IN6).
+// akv witness FILE [--evict N[,M...] | --evict-poisoned] [--model M] [--seed S] [--backend B] [--isa I]
+//                  [--threads N] [--policy P] [--json]
+// Exit 0 passed (evict == never bit for bit, prefix untouched, only the survivors written), 1 not,
+// 2 bad input (spec/operations.md O5, spec/input.md IN4-IN6).
 #include <iostream>
 #include <memory>
 
 #include "cli/commands.hpp"
 #include "cli/options.hpp"
-#include "optimized/cpu/thread_pool.hpp"
-#include "verify/backends.hpp"
-#include "verify/models.hpp"
+#include "cli/shared_options.hpp"
 #include "verify/witness.hpp"
 
 namespace akv::cli {
@@ -37,7 +35,7 @@ int run_witness_cmd(const WitnessArgs& a) {
   } else {
     std::cout << a.file + "\n" + to_text(r) << std::flush;
   }
-  return r.exact() ? 0 : 1;
+  return r.passed() ? 0 : 1;
 }
 }  // namespace
 
@@ -50,21 +48,10 @@ Command add_witness(CLI::App& app) {
   // A string, split by index_list: "" or "1,,2" is an error, never "message 0" (IN4).
   auto* ev = w->add_option("--evict", a->evict, "Message indexes to evict (comma-separated)")->check(nonempty());
   w->add_flag("--evict-poisoned", a->evict_poisoned, "Evict the conversation's \"poisoned\" messages (the default)")->excludes(ev);
-  w->add_option("--model", a->opt.model, "Model: " + names_help(model_names()) + " or a PATH.gguf")
-      ->capture_default_str()
-      ->check(nonempty());
+  add_model_option(w, a->opt.model);
   w->add_option("--seed", a->opt.seed, "Weight seed")->capture_default_str()->check(decimal(0, UINT64_MAX));
-  w->add_option("--backend", a->opt.backend, "Backend: " + names_help(known_backend_names()) + " (those this build has: " +
-                                                 names_help(backend_names()) + ")")
-      ->capture_default_str()
-      ->check(nonempty());
-  w->add_option("--isa", a->opt.isa, "cpu backend ISA: auto | portable | avx2 | avx512 (overrides $AKV_ISA)")
-      ->capture_default_str()
-      ->check(nonempty());
-  w->add_option("--threads", a->opt.threads, "cpu backend threads (0: $AKV_THREADS, else 2)")
-      ->capture_default_str()
-      ->check(decimal(0, cpu::kMaxThreads));
-  w->add_option("--policy", a->policy, "Eviction policy: exact (akv) | kshift | mask | keep (spec/leakage.md; only exact can pass)")
+  add_backend_options(w, a->opt.backend, a->opt.backend_options);
+  w->add_option("--policy", a->policy, "Eviction policy: " + names_help(policy_names()) + " (spec/leakage.md; exact is akv's, only it can pass)")
       ->capture_default_str()
       ->check(nonempty());
   w->add_flag("--json", a->json, "Print one JSON object instead of text");

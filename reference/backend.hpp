@@ -1,4 +1,4 @@
-// The backend interface (DESIGN.md §5, spec/operations.md O1): a backend only computes.
+// The backend interface (spec/operations.md O1): a backend only computes.
 // Spans, truncation, re-append and counting live once, in Session.
 #pragma once
 #include <memory>
@@ -31,6 +31,19 @@ inline size_t logit_row_count(const BatchItem& it) { return it.rows.empty() ? it
 /// Index into the item's tokens of its j-th logits row.
 inline size_t logit_row(const BatchItem& it, size_t j) { return it.rows.empty() ? j : it.rows[j]; }
 
+/// What a backend says about itself, for reports only (O1): nothing dispatches on it.
+struct BackendDescription {
+  std::string name;                     // "reference", "cpu", "cuda-emu", "cuda"
+  std::string isa;                      // what runs the arithmetic: "scalar", "avx512", "avx2", "portable", "sm_90"...
+  int threads = 1;                      // host threads one forward call uses
+  std::optional<float> scratch_poison;  // scratch is filled with this before each call; nullopt: left as is
+};
+
+/// "avx512, 2 threads" (the description's ISA and threads, as the witness prints them).
+inline std::string describe_isa_threads(const BackendDescription& d) {
+  return d.isa + ", " + std::to_string(d.threads) + (d.threads == 1 ? " thread" : " threads");
+}
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -38,6 +51,8 @@ class Backend {
   /// "reference", "cpu", ...
   virtual std::string name() const = 0;
   virtual const Model& model() const = 0;
+  /// Name, ISA, threads and scratch policy, as this backend runs them.
+  virtual BackendDescription describe() const = 0;
 
   /// Runs `tokens` (m,) at positions [cache.size(), cache.size() + m): appends their K/V to
   /// `cache` and writes the logits of the rows `rows` (strictly increasing indexes into

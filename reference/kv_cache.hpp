@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "reference/config.hpp"
@@ -35,7 +36,7 @@ class KVCacheT {
     for (auto& l : k_) l.resize(n_ * kv_dim_);
     for (auto& l : v_) l.resize(n_ * kv_dim_);
     if (!mask_.empty()) mask_.resize(n_, 0);  // new entries are never masked (L3)
-    entries_written_ += m;
+    for (size_t i = 0; i < m; ++i) serial_.push_back(++entries_written_);
     return first;
   }
 
@@ -46,6 +47,7 @@ class KVCacheT {
     for (auto& l : k_) l.resize(n_ * kv_dim_);
     for (auto& l : v_) l.resize(n_ * kv_dim_);
     if (!mask_.empty()) mask_.resize(n_);
+    serial_.resize(n_);
     if (std::find(mask_.begin(), mask_.end(), uint8_t{1}) == mask_.end()) mask_.clear();
   }
 
@@ -91,13 +93,22 @@ class KVCacheT {
     }
     if (!mask_.empty())
       mask_.erase(mask_.begin() + static_cast<std::ptrdiff_t>(begin), mask_.begin() + static_cast<std::ptrdiff_t>(end));
-    entries_written_ += moved;  // rows rewritten in place: no mirror of the old rows is valid (G8)
+    // Rows rewritten in place: new serials, and no mirror of the old rows is valid (G8).
+    serial_.erase(serial_.begin() + static_cast<std::ptrdiff_t>(begin), serial_.begin() + static_cast<std::ptrdiff_t>(end));
+    for (size_t p = begin; p < begin + moved; ++p) serial_[p] = ++entries_written_;
     truncate(n_ - d);
   }
 
-  /// Entries ever made by grow() or rewritten by shift_out(): the write counter behind E3/E4
-  /// checks and the CUDA mirror (G8).
+  /// Entries written so far: one per entry (all layers' K and V of one position) made by
+  /// grow() or rewritten by shift_out(); truncate() writes nothing. Only the cache moves it,
+  /// and never back: the write counter the witness reads around an eviction (E3, E4, O5)
+  /// and the CUDA mirror checks (G8).
   uint64_t entries_written() const { return entries_written_; }
+
+  /// (size(),): entry p's write serial, the value entries_written() took when p was last
+  /// written. Unchanged serials of [0, f) mean no entry there was written again, even with
+  /// the same bytes (E3, O5).
+  std::span<const uint64_t> write_serials() const { return serial_; }
 
  private:
   int kv_dim_ = 0;
@@ -105,6 +116,7 @@ class KVCacheT {
   std::vector<std::vector<T>> k_, v_;  // [layer] (n, kv_dim)
   std::vector<uint8_t> mask_;          // (n,) or empty: nothing masked
   uint64_t entries_written_ = 0;
+  std::vector<uint64_t> serial_;       // (n,) write serials
 };
 
 using KVCache = KVCacheT<float>;

@@ -1,4 +1,4 @@
-// The reference ops, one small function each (spec/model.md M7-M12). Plain loops, every
+// The reference ops, one small function each (spec/model.md M6-M10). Plain loops, every
 // reduction left to right from T(0): this order is the reference's arithmetic contract
 // (spec/arithmetic.md A2). Written once over the scalar type T (float, the MPFR oracle, ...).
 #pragma once

@@ -20,6 +20,12 @@ std::vector<EvictPolicy> all_policies() {
   return {EvictPolicy::kKeep, EvictPolicy::kMask, EvictPolicy::kKShift, EvictPolicy::kExact};
 }
 
+std::vector<std::string> policy_names() {
+  std::vector<std::string> n;
+  for (EvictPolicy p : all_policies()) n.push_back(policy_name(p));
+  return n;
+}
+
 EvictPolicy parse_policy(std::string_view name) {
   for (EvictPolicy p : all_policies())
     if (name == policy_name(p)) return p;

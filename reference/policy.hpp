@@ -28,4 +28,7 @@ std::vector<EvictPolicy> parse_policies(std::string_view list);
 /// Every policy, in the order of the table: keep, mask, kshift, exact.
 std::vector<EvictPolicy> all_policies();
 
+/// policy_name() of every policy, in the order of all_policies().
+std::vector<std::string> policy_names();
+
 }  // namespace akv

@@ -24,6 +24,7 @@ class ReferenceBackend final : public Backend {
 
   std::string name() const override { return "reference"; }
   const Model& model() const override { return *model_; }
+  BackendDescription describe() const override { return {name(), "scalar", 1, poison_}; }
 
   void forward_rows(KVCache& cache, std::span<const Token> tokens, RowList rows, std::span<float> logits) override {
     if (poison_) state_.fill(*poison_);

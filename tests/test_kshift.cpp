@@ -1,4 +1,4 @@
-// Why survivors must be recomputed (spec/theorems.md E5; DESIGN.md §1): cutting an interior
+// Why survivors must be recomputed (spec/theorems.md E5): cutting an interior
 // span out and re-rotating the survivors' keys to their new positions (llama.cpp's K-shift,
 // StreamingLLM) is exact for layer 0 only. Deeper layers' K/V already carry the span.
 #include <gtest/gtest.h>

@@ -1,5 +1,6 @@
-// Every spec clause is named by a test, and every test names a clause that exists
-// (spec/README.md).
+// Every spec clause is named by a test, every test names a clause that exists, every clause
+// id a code comment cites exists, and every Markdown file a comment or a link names is in the
+// repository (spec/README.md).
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -9,12 +10,14 @@
 #include <set>
 #include <sstream>
 
+#include "source_comments.hpp"
 #include "text_file.hpp"
 
 namespace fs = std::filesystem;
 
 namespace {
 
+using akv::test::comment_lines;
 using akv::test::read_text;
 
 struct Clause {
@@ -53,6 +56,53 @@ std::set<std::string> named_by_tests() {
   return out;
 }
 
+// The source files whose comments are scanned, and whether each is C-like (// and /* */) or
+// a script (#). Build trees are skipped.
+std::vector<std::pair<fs::path, bool>> commented_sources() {
+  std::vector<std::pair<fs::path, bool>> out;
+  for (const char* dir : {"reference", "optimized", "verify", "cli", "model", "tests", "fuzz", "scripts"}) {
+    const fs::path root = fs::path(AKV_SOURCE_DIR) / dir;
+    if (!fs::exists(root)) continue;
+    for (const auto& e : fs::recursive_directory_iterator(root)) {
+      if (!e.is_regular_file()) continue;
+      const std::string ext = e.path().extension().string(), name = e.path().filename().string();
+      const bool c_like = ext == ".cpp" || ext == ".hpp" || ext == ".cu" || ext == ".cuh" || ext == ".h" || ext == ".c";
+      const bool script = ext == ".py" || ext == ".sh" || ext == ".cmake" || name == "CMakeLists.txt" ||
+                          (ext.empty() && read_text(e.path()).rfind("#!", 0) == 0);
+      if (c_like || script) out.emplace_back(e.path(), c_like);
+    }
+  }
+  return out;
+}
+
+std::string where(const fs::path& p, int line) {
+  return fs::relative(p, AKV_SOURCE_DIR).string() + ":" + std::to_string(line);
+}
+
+// Every Markdown file name in the repository (build trees and .git left out).
+std::set<std::string> markdown_names() {
+  std::set<std::string> out;
+  const fs::path root(AKV_SOURCE_DIR);
+  for (auto it = fs::recursive_directory_iterator(root); it != fs::recursive_directory_iterator(); ++it) {
+    const std::string n = it->path().filename().string();
+    if (it->is_directory() && (n == "build" || n == ".git")) it.disable_recursion_pending();
+    else if (it->path().extension() == ".md") out.insert(n);
+  }
+  return out;
+}
+
+// Whether a Markdown file named in a comment of `from` is in the repository: a path whose first
+// part is "." or ".." or a top-level entry must exist (from the file's folder or the root); a
+// bare name must be some file's name; any other path (OUT/x.md) names an output, not a file here.
+bool markdown_exists(const std::string& ref, const fs::path& from, const std::set<std::string>& names) {
+  const fs::path root(AKV_SOURCE_DIR);
+  const size_t slash = ref.find('/');
+  if (slash == std::string::npos) return names.count(ref) != 0;
+  const std::string first = ref.substr(0, slash);
+  if (first != "." && first != ".." && !fs::exists(root / first)) return true;
+  return fs::exists(from.parent_path() / ref) || fs::exists(root / ref);
+}
+
 }  // namespace
 
 TEST(Spec_Coverage, EveryClauseIsCheckedOrMarked) {
@@ -70,4 +120,61 @@ TEST(Spec_Coverage, EveryTestNamesAClauseThatExists) {
   const auto cs = clauses();
   for (const auto& id : named_by_tests())
     EXPECT_TRUE(cs.count(id)) << "a test is named after clause [" << id << "], which no spec file defines";
+}
+
+// A clause id in a comment uses the spec's id syntax with one of the spec's prefixes (M, E,
+// IN, CT, ...) and names a clause some spec file defines. Data types and a GPU whose names
+// share that syntax (F32, I8, H200) are not clause ids.
+TEST(Spec_Coverage, CommentsCiteOnlyClausesThatExist) {
+  const auto cs = clauses();
+  ASSERT_GE(cs.size(), 20u) << "spec/ has too few clauses: is AKV_SOURCE_DIR right?";
+  std::set<std::string> prefixes;
+  for (const auto& [id, c] : cs) prefixes.insert(id.substr(0, id.find_first_of("0123456789")));
+  const std::set<std::string> not_clauses = {"F16", "F32", "F64", "I8", "I16", "I32", "I64", "H100", "H200"};
+  const std::regex token(R"((^|[^A-Za-z0-9_])([A-Z]{1,3})([0-9]+)(?![A-Za-z0-9_]))");
+  size_t cited = 0;
+  for (const auto& [path, c_like] : commented_sources())
+    for (const auto& cl : comment_lines(read_text(path), c_like))
+      for (std::sregex_iterator it(cl.text.begin(), cl.text.end(), token), end; it != end; ++it) {
+        const std::string id = (*it)[2].str() + (*it)[3].str();
+        if (!prefixes.count((*it)[2].str()) || not_clauses.count(id)) continue;
+        ++cited;
+        EXPECT_TRUE(cs.count(id)) << where(path, cl.line) << ": a comment cites clause [" << id
+                                  << "], which no spec file defines: point it at the right clause";
+      }
+  EXPECT_GE(cited, 200u) << "the scan found too few clause ids in comments: is the comment extraction broken?";
+}
+
+// Comments and Markdown links name only Markdown files that are in the repository (the design
+// notes outside it are not shipped: a comment cites the spec clause instead).
+TEST(Spec_Coverage, MarkdownFilesNamedExist) {
+  const std::set<std::string> names = markdown_names();
+  ASSERT_TRUE(names.count("README.md")) << "no README.md found: is AKV_SOURCE_DIR right?";
+  const std::regex ref(R"([A-Za-z0-9_./-]*[A-Za-z0-9_]\.md\b)");
+  size_t seen = 0;
+  for (const auto& [path, c_like] : commented_sources())
+    for (const auto& cl : comment_lines(read_text(path), c_like))
+      for (std::sregex_iterator it(cl.text.begin(), cl.text.end(), ref), end; it != end; ++it) {
+        ++seen;
+        EXPECT_TRUE(markdown_exists(it->str(), path, names))
+            << where(path, cl.line) << ": a comment names " << it->str() << ", which is not in the repository";
+      }
+  const std::regex link(R"(\]\(([^)#\s]+\.md)(#[^)]*)?\))");
+  const fs::path root(AKV_SOURCE_DIR);
+  for (auto it = fs::recursive_directory_iterator(root); it != fs::recursive_directory_iterator(); ++it) {
+    const std::string n = it->path().filename().string();
+    if (it->is_directory() && (n == "build" || n == ".git")) it.disable_recursion_pending();
+    if (it->path().extension() != ".md") continue;
+    std::stringstream s(read_text(it->path()));
+    std::string line;
+    for (int ln = 1; std::getline(s, line); ++ln)
+      for (std::sregex_iterator m(line.begin(), line.end(), link), end; m != end; ++m) {
+        const std::string target = (*m)[1].str();
+        if (target.rfind("http", 0) == 0) continue;
+        ++seen;
+        EXPECT_TRUE(fs::exists(it->path().parent_path() / target))
+            << where(it->path(), ln) << ": a link names " << target << ", which is not in the repository";
+      }
+  }
+  EXPECT_GE(seen, 50u) << "the scan found too few Markdown references: is it broken?";
 }

@@ -10,6 +10,7 @@
 
 #include "reference/error.hpp"
 #include "support.hpp"
+#include "wrapped_backend.hpp"
 #include "verify/witness.hpp"
 
 using namespace akv;
@@ -40,20 +41,41 @@ std::string temp_file(const std::string& name, const std::string& text) {
 
 // A backend that breaks I1: a call of several tokens nudges the first token's layer-0 key
 // by one ulp, so its bits depend on how tokens were grouped into calls.
-class ChunkSensitive final : public Backend {
+class ChunkSensitive final : public test::WrappedReference {
  public:
-  explicit ChunkSensitive(std::shared_ptr<const Model> m) : inner_(make_reference_backend(std::move(m))) {}
-  std::string name() const override { return "chunk-sensitive"; }
-  const Model& model() const override { return inner_->model(); }
-  void set_scratch_poison(std::optional<float> v) override { inner_->set_scratch_poison(v); }
+  explicit ChunkSensitive(std::shared_ptr<const Model> m) : WrappedReference(std::move(m), "chunk-sensitive") {}
   void forward_rows(KVCache& c, std::span<const Token> t, RowList rows, std::span<float> l) override {
     const size_t first = c.size();
     inner_->forward_rows(c, t, rows, l);
     if (t.size() > 1) c.k(0)[first * c.kv_dim()] = std::nextafter(c.k(0)[first * c.kv_dim()], INFINITY);
   }
+};
+
+// An eviction that rebuilds the whole cache from position 0: after the session truncates the
+// cache, this backend truncates it to 0 and re-runs every earlier token with the new ones. The
+// bits are right (I1), and the session still reports |X| recomputed: only the cache's own
+// write record tells it from akv's eviction.
+class RebuildsFromZero final : public test::WrappedReference {
+ public:
+  explicit RebuildsFromZero(std::shared_ptr<const Model> m) : WrappedReference(std::move(m), "rebuilds-from-zero") {}
+  void forward_rows(KVCache& c, std::span<const Token> t, RowList rows, std::span<float> l) override {
+    if (c.size() >= history_.size()) {
+      inner_->forward_rows(c, t, rows, l);
+      history_.insert(history_.end(), t.begin(), t.end());
+      return;
+    }
+    const size_t f = c.size();
+    history_.resize(f);
+    history_.insert(history_.end(), t.begin(), t.end());
+    std::vector<uint32_t> all_rows;
+    for (size_t j = 0; j < (rows.empty() ? t.size() : rows.size()); ++j)
+      all_rows.push_back(static_cast<uint32_t>(f + (rows.empty() ? j : rows[j])));
+    c.truncate(0);
+    inner_->forward_rows(c, history_, all_rows, l);
+  }
 
  private:
-  std::unique_ptr<Backend> inner_;
+  std::vector<Token> history_;  // the tokens of the cache's entries
 };
 
 }  // namespace
@@ -67,7 +89,9 @@ TEST_P(O5_WitnessPoisoned, EvictPoisonedIsExactAndTheControlMoves) {
   EXPECT_EQ(j["evict_vs_never_max_abs"].get<double>(), 0.0);
   EXPECT_GT(j["poison_vs_never_max_abs"].get<double>(), 0.0);
   EXPECT_TRUE(j["exact"].get<bool>());
+  EXPECT_TRUE(j["passed"].get<bool>());
   EXPECT_TRUE(j["prefix_untouched"].get<bool>());
+  EXPECT_EQ(j["tokens_recomputed"], j["tokens_survivors"]);
   EXPECT_EQ(j["cache_sha256_evicted"], j["cache_sha256_never"]);
   EXPECT_EQ(j["logits_sha256_evicted"], j["logits_sha256_never"]);
   EXPECT_NE(j["logits_sha256_poisoned"], j["logits_sha256_never"]);
@@ -134,6 +158,63 @@ TEST(O5_Witness, CatchesABackendThatBreaksInvariance) {
   EXPECT_FALSE(r.exact());
   EXPECT_FALSE(r.caches_identical);
   EXPECT_TRUE(r.prefix_untouched);
+}
+
+// The honest run: the witness's own measurements (not the session's statistics) show the
+// prefix untouched and exactly |X| entries written.
+TEST(O5_Witness, MeasuresThePrefixAndTheWritesOnTheCache) {
+  const Conversation c = load_conversation(test::example("ad01_banking_ut0_gpt4omini.json"));
+  const WitnessReport r = run_witness(c, WitnessOptions{});
+  EXPECT_TRUE(r.passed());
+  EXPECT_GT(r.truncated_at, 0u);
+  EXPECT_GT(r.tokens_survivors, 0u);
+  EXPECT_EQ(r.tokens_survivors, r.tokens_never - r.truncated_at);
+  EXPECT_EQ(r.tokens_poisoned, r.truncated_at + r.tokens_evicted + r.tokens_survivors);
+  EXPECT_EQ(r.tokens_recomputed, r.tokens_survivors);
+  EXPECT_EQ(r.writes_expected, r.tokens_survivors);
+  EXPECT_EQ(r.prefix_entries_rewritten, 0u);
+  EXPECT_TRUE(r.prefix_untouched);
+}
+
+// The witness's teeth for E3/E4: an eviction that rebuilds from position 0 gives the right bits
+// and a session that claims |X|, yet the witness reports the full rebuild it measured and fails.
+TEST(O5_Witness, CatchesAnEvictionThatRebuildsFromZero) {
+  const Conversation c = load_conversation(test::example("ad01_banking_ut0_gpt4omini.json"));
+  const WitnessReport r = run_witness(c, WitnessOptions{}, [](std::shared_ptr<const Model> m) {
+    return std::make_unique<RebuildsFromZero>(std::move(m));
+  });
+  ASSERT_GT(r.truncated_at, 0u);
+  EXPECT_TRUE(r.exact()) << "the rebuild's bits are right (I1): only the measured writes can catch it";
+  EXPECT_EQ(r.session_reported_recomputed, r.tokens_survivors) << "the session claims survivors only";
+  EXPECT_EQ(r.tokens_recomputed, r.truncated_at + r.tokens_survivors) << "the cache counted the full rebuild";
+  EXPECT_FALSE(r.writes_as_expected());
+  EXPECT_EQ(r.prefix_entries_rewritten, r.truncated_at);
+  EXPECT_FALSE(r.prefix_untouched);
+  EXPECT_FALSE(r.passed());
+  const nlohmann::json j = to_json(r);
+  EXPECT_FALSE(j["passed"].get<bool>());
+  EXPECT_FALSE(j["prefix_untouched"].get<bool>());
+  EXPECT_EQ(j["tokens_recomputed"].get<size_t>(), r.truncated_at + r.tokens_survivors);
+  const std::string text = to_text(r);
+  EXPECT_NE(text.find("FAIL"), std::string::npos) << text;
+  EXPECT_NE(text.find("the prefix was written (E3)"), std::string::npos) << text;
+  EXPECT_NE(text.find("the session reported"), std::string::npos) << text;
+}
+
+// Approximate policies are measured the same way: kshift rewrites the |X| moved entries, mask
+// and keep write nothing; none touches the prefix.
+TEST(O5_Witness, MeasuresTheWritesOfEachPolicy) {
+  const Conversation c = load_conversation(test::example("ad01_banking_ut0_gpt4omini.json"));
+  for (EvictPolicy p : all_policies()) {
+    WitnessOptions o;
+    o.policy = p;
+    const WitnessReport r = run_witness(c, o);
+    const bool writes = p == EvictPolicy::kExact || p == EvictPolicy::kKShift;
+    EXPECT_EQ(r.tokens_recomputed, writes ? r.tokens_survivors : 0u) << policy_name(p);
+    EXPECT_TRUE(r.writes_as_expected()) << policy_name(p);
+    EXPECT_TRUE(r.prefix_untouched) << policy_name(p);
+    EXPECT_EQ(r.passed(), p == EvictPolicy::kExact) << policy_name(p);
+  }
 }
 
 TEST(O5_Witness, BadInputExitsTwoWithAOneLineMessage) {

@@ -7,7 +7,6 @@
 #include <fmt/format.h>
 #include <set>
 
-#include "optimized/cpu/cpu_backend.hpp"
 #include "reference/error.hpp"
 #include "reference/session.hpp"
 #include "verify/backends.hpp"
@@ -101,15 +100,15 @@ LeakageReport run_leakage(const Conversation& conv, const std::string& file, con
     throw Error(ErrorCode::kContextOverflow,
                 fmt::format("{}: {} tokens + {} prompt + {} continuation exceed model '{}' ({} tokens)", file, enc.tokens(),
                             prompt.size(), opt.continuation, lm.name, lm.model->config.max_ctx));
-  auto backend = make_backend(opt.backend, lm.model, BackendOptions{opt.isa, opt.threads});
+  auto backend = make_backend(opt.backend, lm.model, opt.backend_options);
 
   LeakageReport r;
   r.file = file;
   r.model = lm.name;
   r.model_source = lm.source;
-  r.backend = backend->name();
-  if (const auto* cb = dynamic_cast<const cpu::CpuBackend*>(backend.get()))
-    r.isa = fmt::format("{}, {} threads", cpu::isa_name(cb->isa()), cb->threads());
+  const BackendDescription desc = backend->describe();
+  r.backend = desc.name;
+  r.isa = describe_isa_threads(desc);
   r.evicted = evicted;
   r.messages = conv.messages.size();
   r.candidates = leak_candidates(conv, evicted);

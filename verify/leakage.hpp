@@ -10,6 +10,7 @@
 
 #include "reference/chat.hpp"
 #include "reference/policy.hpp"
+#include "verify/backends.hpp"
 
 namespace akv {
 
@@ -17,8 +18,7 @@ struct LeakageOptions {
   std::string model = "smollm2";  // a name or path load_model (verify/models.hpp) resolves
   uint64_t seed = 1;
   std::string backend = "cpu";
-  std::string isa = "auto";
-  int threads = 0;
+  BackendOptions backend_options;  // the cpu backend's ISA and threads
   std::vector<EvictPolicy> policies = all_policies();
   size_t continuation = 64;        // greedy tokens decoded per session
   std::vector<size_t> evict;       // message indexes; empty: the conversation's "poisoned" list
@@ -54,7 +54,8 @@ struct CostResult {
 };
 
 struct LeakageReport {
-  std::string file, model, model_source, backend, isa;
+  std::string file, model, model_source, backend;
+  std::string isa;  // the backend's ISA and threads, from Backend::describe()
   std::vector<size_t> evicted;
   size_t messages = 0, tokens_poisoned = 0, tokens_never = 0;
   size_t span_start = 0;          // f: the first evicted entry

@@ -119,6 +119,13 @@ std::vector<std::string> model_names() {
   return n;
 }
 
+std::vector<std::string> model_forms() {
+  std::vector<std::string> n = model_names();
+  n.push_back("PATH.gguf");
+  n.push_back("HF-FOLDER");
+  return n;
+}
+
 std::string default_real_model_path() {
   fs::path dir;
   if (const char* m = std::getenv("AKV_MODELS"); m && *m) {

@@ -26,6 +26,10 @@ inline constexpr const char* kDefaultRealModel = "smollm2";
 /// Names `--model` accepts besides a path: the synthetic configs, then "smollm2".
 std::vector<std::string> model_names();
 
+/// Every form `--model` accepts, for help and docs: model_names(), then "PATH.gguf" (a GGUF
+/// file) and "HF-FOLDER" (a Hugging Face model folder), the forms load_model() resolves.
+std::vector<std::string> model_forms();
+
 /// Resolves `spec`:
 ///   "tiny" | "small" | "bench"  the synthetic model (M3) with weight seed `seed`, fixture encoder;
 ///   "smollm2"                   the cached real model file (fetched with scripts/fetch-model

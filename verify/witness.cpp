@@ -5,7 +5,6 @@
 #include <fmt/format.h>
 #include <set>
 
-#include "optimized/cpu/cpu_backend.hpp"
 #include "reference/error.hpp"
 #include "reference/strict.hpp"
 #include "reference/session.hpp"
@@ -24,8 +23,8 @@ double ms_since(Clock::time_point t0) {
 }  // namespace
 
 WitnessReport run_witness(const Conversation& conv, const WitnessOptions& opt) {
-  const BackendOptions bo{opt.isa, opt.threads};
-  return run_witness(conv, opt, [&](std::shared_ptr<const Model> m) { return make_backend(opt.backend, std::move(m), bo); });
+  return run_witness(conv, opt,
+                     [&](std::shared_ptr<const Model> m) { return make_backend(opt.backend, std::move(m), opt.backend_options); });
 }
 
 std::vector<size_t> checked_evict_indexes(const Conversation& conv, const std::vector<size_t>& requested) {
@@ -50,6 +49,29 @@ void build_session(Session& s, const EncodedConversation& enc, const std::set<si
     if (!skip.count(i)) s.append(i, enc.spans[i], LogitRows::kLast);
 }
 
+namespace {
+// Where the doomed spans sit in the encoded conversation, counted from its spans, not from a
+// session's span table: f (the first evicted entry) and |S|.
+struct Cut {
+  size_t first = 0, evicted = 0;
+};
+Cut cut_of(const EncodedConversation& enc, const std::set<size_t>& doomed) {
+  Cut c{enc.preamble.size(), 0};
+  bool before = true;
+  for (size_t i = 0; i < enc.spans.size(); ++i) {
+    before = before && !doomed.count(i);
+    if (before) c.first += enc.spans[i].size();
+    if (doomed.count(i)) c.evicted += enc.spans[i].size();
+  }
+  return c;
+}
+
+// The write serials of entries [0, n).
+std::vector<uint64_t> serials(const KVCache& c, size_t n) {
+  return {c.write_serials().begin(), c.write_serials().begin() + static_cast<std::ptrdiff_t>(n)};
+}
+}  // namespace
+
 WitnessReport run_witness(const Conversation& conv, const WitnessOptions& opt, const BackendFactory& make) {
   const std::vector<size_t> evicted = checked_evict_indexes(conv, opt.evict);
   const std::set<size_t> doomed(evicted.begin(), evicted.end());
@@ -70,9 +92,9 @@ WitnessReport run_witness(const Conversation& conv, const WitnessOptions& opt, c
   r.model_source = lm.source;
   r.encoder = lm.encoder->name();
   r.tokens_preamble = enc.preamble.size();
-  r.backend = backend_p->name();
-  if (const auto* cb = dynamic_cast<const cpu::CpuBackend*>(backend_p.get()))
-    r.isa = fmt::format("{}, {} threads", cpu::isa_name(cb->isa()), cb->threads());
+  const BackendDescription desc = backend_p->describe();
+  r.backend = desc.name;
+  r.isa = describe_isa_threads(desc);
   r.seed = opt.seed;
   r.evicted = evicted;
   r.messages = conv.messages.size();
@@ -86,20 +108,29 @@ WitnessReport run_witness(const Conversation& conv, const WitnessOptions& opt, c
   r.tokens_poisoned = poisoned.size();
   const std::vector<float> poison_logits(poisoned.logits().begin(), poisoned.logits().end());
 
-  std::vector<SpanId> ids(r.evicted.begin(), r.evicted.end());
-  const size_t first_start = std::min_element(poisoned.spans().begin(), poisoned.spans().end(),
-                                              [&](const SpanInfo& a, const SpanInfo& b) {
-                                                return (doomed.count(a.id) ? a.start : SIZE_MAX) <
-                                                       (doomed.count(b.id) ? b.start : SIZE_MAX);
-                                              })->start;
-  const std::string prefix_before = cache_prefix_sha256(poisoned.cache(), first_start);
+  // E3/E4 measured on the cache itself: its bytes and write serials of [0, f) and its write
+  // counter, read before and after the eviction. The session's statistics are only reported.
+  const std::vector<SpanId> ids(r.evicted.begin(), r.evicted.end());
+  const Cut cut = cut_of(enc, doomed);
+  r.truncated_at = cut.first;
+  r.tokens_evicted = cut.evicted;
+  r.tokens_survivors = total - cut.first - cut.evicted;
+  r.writes_expected = opt.policy == EvictPolicy::kExact || opt.policy == EvictPolicy::kKShift ? r.tokens_survivors : 0;
+  const KVCache& cache = poisoned.cache();
+  const std::string prefix_before = cache_prefix_sha256(cache, cut.first);
+  const std::vector<uint64_t> serials_before = serials(cache, cut.first);
+  const uint64_t written_before = cache.entries_written();
   t0 = Clock::now();
   const EvictStats st = poisoned.evict(ids, opt.policy);
   r.ms_evict = ms_since(t0);
-  r.truncated_at = st.truncated_at;
-  r.tokens_evicted = st.tokens_evicted;
-  r.tokens_recomputed = st.tokens_recomputed;
-  r.prefix_untouched = cache_prefix_sha256(poisoned.cache(), first_start) == prefix_before;
+  r.tokens_recomputed = static_cast<size_t>(cache.entries_written() - written_before);
+  r.session_reported_recomputed = st.tokens_recomputed;
+  const bool prefix_kept = cache.size() >= cut.first;
+  const std::vector<uint64_t> serials_after = serials(cache, prefix_kept ? cut.first : cache.size());
+  for (size_t p = 0; p < cut.first; ++p)
+    r.prefix_entries_rewritten += p >= serials_after.size() || serials_after[p] != serials_before[p];
+  r.prefix_untouched =
+      prefix_kept && r.prefix_entries_rewritten == 0 && cache_prefix_sha256(cache, cut.first) == prefix_before;
 
   // The never-shown session.
   Session never(*backend_n);
@@ -145,6 +176,7 @@ nlohmann::json to_json(const WitnessReport& r) {
       {"messages", r.messages},
       {"evicted", r.evicted},
       {"exact", r.exact()},
+      {"passed", r.passed()},
       {"evict_vs_never_max_abs", r.evict_vs_never_max_abs},
       {"poison_vs_never_max_abs", r.poison_vs_never_max_abs},
       {"logits_identical", r.logits_identical},
@@ -159,7 +191,12 @@ nlohmann::json to_json(const WitnessReport& r) {
       {"tokens_never", r.tokens_never},
       {"truncated_at", r.truncated_at},
       {"tokens_evicted", r.tokens_evicted},
+      {"tokens_survivors", r.tokens_survivors},
       {"tokens_recomputed", r.tokens_recomputed},
+      {"writes_expected", r.writes_expected},
+      {"writes_as_expected", r.writes_as_expected()},
+      {"prefix_entries_rewritten", r.prefix_entries_rewritten},
+      {"session_reported_recomputed", r.session_reported_recomputed},
       {"tokens_full_rebuild", r.tokens_never},
       {"ms_build_poisoned", r.ms_build_poisoned},
       {"ms_evict", r.ms_evict},
@@ -186,9 +223,20 @@ std::string to_text(const WitnessReport& r) {
                    r.poison_vs_never_max_abs > 0 ? "(the span moved the logits)" : "(the span did not move the logits)");
   s += fmt::format("  cache  sha256  evicted {}\n                 never   {}\n", r.cache_sha256_evicted, r.cache_sha256_never);
   s += fmt::format("  logits sha256  evicted {}\n                 never   {}\n", r.logits_sha256_evicted, r.logits_sha256_never);
-  s += fmt::format("  prefix [0, {}) untouched: {}\n", r.truncated_at, r.prefix_untouched ? "yes" : "NO");
-  s += fmt::format("  recomputed {} tokens, a full rebuild takes {} ({:.1f}%)\n", r.tokens_recomputed, r.tokens_never,
-                   r.tokens_never ? 100.0 * r.tokens_recomputed / r.tokens_never : 0.0);
+  s += fmt::format("  prefix [0, {}) untouched: {}\n", r.truncated_at,
+                   r.prefix_untouched ? "yes (bytes and write serials unchanged)"
+                                      : fmt::format("NO ({} of its entries written again)", r.prefix_entries_rewritten));
+  if (r.policy == "exact")
+    s += fmt::format("  recomputed {} tokens (entries the cache wrote), a full rebuild takes {} ({:.1f}%)\n", r.tokens_recomputed,
+                     r.tokens_never, r.tokens_never ? 100.0 * r.tokens_recomputed / r.tokens_never : 0.0);
+  else
+    s += fmt::format("  the eviction wrote {} entries (policy {} recomputes nothing)\n", r.tokens_recomputed, r.policy);
+  if (!r.writes_as_expected())
+    s += fmt::format("  expected {} written ({} survivors after the span, policy {}): NOT as claimed\n", r.writes_expected,
+                     r.tokens_survivors, r.policy);
+  if (r.policy == "exact" && r.session_reported_recomputed != r.tokens_recomputed)
+    s += fmt::format("  the session reported {} recomputed; the cache counted {}\n", r.session_reported_recomputed,
+                     r.tokens_recomputed);
   s += fmt::format("  time: build poisoned {:.1f} ms, evict {:.1f} ms, build never-shown {:.1f} ms\n", r.ms_build_poisoned,
                    r.ms_evict, r.ms_build_never);
   if (!r.ignored_fields.empty()) {
@@ -197,8 +245,13 @@ std::string to_text(const WitnessReport& r) {
     if (r.ignored_fields.size() > 8) list += fmt::format(", ... ({} in all)", r.ignored_fields.size());
     s += "  ignored (never reach a model): " + list + "\n";
   }
-  s += r.exact() ? "PASS: evict == never, bit for bit\n"
-                 : fmt::format("FAIL: evict != never{}\n", r.policy == "exact" ? "" : " (policy " + r.policy + ")");
+  if (r.passed()) return s + "PASS: evict == never, bit for bit; prefix untouched; only the survivors recomputed\n";
+  std::string why;
+  if (!r.exact()) why += fmt::format("evict != never{}", r.policy == "exact" ? "" : " (policy " + r.policy + ")");
+  if (!r.prefix_untouched) why += std::string(why.empty() ? "" : "; ") + "the prefix was written (E3)";
+  if (!r.writes_as_expected())
+    why += std::string(why.empty() ? "" : "; ") + fmt::format("{} entries written, not {} (E4)", r.tokens_recomputed, r.writes_expected);
+  s += "FAIL: " + why + "\n";
   return s;
 }
 

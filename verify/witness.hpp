@@ -1,5 +1,6 @@
-// The auditor's witness (spec/operations.md O5; DESIGN.md §6): build a conversation with its
-// poisoned spans, evict them, build it again without them, and compare bit for bit.
+// The auditor's witness (spec/operations.md O5): build a conversation with its poisoned spans,
+// evict them, build it again without them, and compare bit for bit. Its claims about the
+// prefix and the cost are measured on the cache, never taken from the session's statistics.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -14,6 +15,7 @@
 #include "reference/chat_encoder.hpp"
 #include "reference/session.hpp"
 #include "reference/policy.hpp"
+#include "verify/backends.hpp"
 
 namespace akv {
 
@@ -21,8 +23,7 @@ struct WitnessOptions {
   std::string model = "tiny";   // a name or path load_model (verify/models.hpp) resolves
   uint64_t seed = 1;
   std::string backend = "cpu";  // the default since the cpu backend passes the suite (issue 5)
-  std::string isa = "auto";     // cpu: portable | avx2 | avx512 | auto ($AKV_ISA, else the best)
-  int threads = 0;              // cpu: 0 means $AKV_THREADS, else 2
+  BackendOptions backend_options;  // the cpu backend's ISA and threads
   std::vector<size_t> evict;  // message indexes; empty: the conversation's "poisoned" list
   /// How the spans are removed (spec/leakage.md L1): akv's exact eviction, or an approximation
   /// run beside it for comparison. A non-exact policy leaves stale logits, so both sessions
@@ -41,16 +42,21 @@ struct WitnessReport {
   std::string model_source;     // "synthetic, seed 1" or the model file read
   std::string encoder;          // "fixture" or "chatml"
   size_t tokens_preamble = 0;   // template tokens before message 0 (span kPreambleSpan)
-  std::string isa;              // the cpu backend's ISA and threads ("avx2, 2 threads"); empty for the reference
+  std::string isa;              // the backend's ISA and threads, from Backend::describe() ("avx2, 2 threads")
   uint64_t seed = 0;
   std::vector<size_t> evicted;  // message indexes, ascending
   size_t messages = 0;
   size_t tokens_poisoned = 0;   // cache size with every message
   size_t tokens_never = 0;      // cache size without the evicted ones = a full rebuild's work
-  size_t truncated_at = 0;
-  size_t tokens_evicted = 0;
-  size_t tokens_recomputed = 0;
-  bool prefix_untouched = false;      // E3: bytes of [0, truncated_at) unchanged by evict
+  // Measured by the witness, never copied from the session's EvictStats:
+  size_t truncated_at = 0;            // f: the first evicted entry, from the encoded conversation
+  size_t tokens_evicted = 0;          // |S|, from the encoded conversation
+  size_t tokens_survivors = 0;        // |X| = tokens_never - f: the survivors after the span
+  size_t tokens_recomputed = 0;       // entries the cache counted written during evict (KVCache::entries_written)
+  size_t writes_expected = 0;         // what the policy may write: |X| for exact and kshift, 0 for mask and keep
+  size_t prefix_entries_rewritten = 0;  // entries of [0, f) whose write serial changed during evict
+  bool prefix_untouched = false;      // E3: bytes and write serials of [0, f) unchanged by evict
+  size_t session_reported_recomputed = 0;  // what the session's EvictStats claimed (shown when it differs)
   bool caches_identical = false;      // E1: K/V bytes evicted == never
   bool logits_identical = false;      // E1: next-token logits evicted == never (memcmp)
   float evict_vs_never_max_abs = 0;   // E1: must be 0
@@ -60,8 +66,12 @@ struct WitnessReport {
   double ms_build_poisoned = 0, ms_evict = 0, ms_build_never = 0;
   std::vector<std::string> ignored_fields;  // the conversation's fields that never reach a model (IN2)
 
-  /// Exit 0 condition: caches and next-token logits bitwise equal.
+  /// E1: caches and next-token logits bitwise equal.
   bool exact() const { return caches_identical && logits_identical; }
+  /// The cost claim, measured: the eviction wrote exactly what its policy may (E4).
+  bool writes_as_expected() const { return tokens_recomputed == writes_expected; }
+  /// Exit 0 condition (O5): exact, the prefix untouched (E3) and the writes as expected (E4).
+  bool passed() const { return exact() && prefix_untouched && writes_as_expected(); }
 };
 
 /// The message indexes to evict, ascending: `evict`, or the conversation's "poisoned" list
@@ -87,7 +97,7 @@ using BackendFactory = std::function<std::unique_ptr<Backend>(std::shared_ptr<co
 /// show that the witness catches a backend that breaks I1.
 WitnessReport run_witness(const Conversation& conv, const WitnessOptions& opt, const BackendFactory& make);
 
-/// The report as one JSON object (keys as the fields above, plus "exact"). Dump it with
+/// The report as one JSON object (keys as the fields above, plus "exact", "writes_as_expected", "passed"). Dump it with
 /// json::error_handler_t::replace: it is valid JSON whatever bytes it carries (IN6).
 nlohmann::json to_json(const WitnessReport& r);
 

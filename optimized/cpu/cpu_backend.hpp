@@ -41,6 +41,7 @@ class CpuBackend final : public Backend {
 
   std::string name() const override { return "cpu"; }
   const Model& model() const override { return *model_; }
+  BackendDescription describe() const override { return {name(), isa_name(isa()), threads(), poison_}; }
   void forward_rows(KVCache& cache, std::span<const Token> tokens, RowList rows, std::span<float> logits) override;
   /// All items' tokens go through each matmul together (rows of one matrix); attention reads
   /// each item's own cache. Bits per item equal forward() alone (K8, I1).

@@ -33,6 +33,12 @@ bool isa_supported(Isa isa) {
 
 std::vector<Isa> all_isas() { return {Isa::kPortable, Isa::kAvx2, Isa::kAvx512}; }
 
+std::vector<std::string> isa_choices() {
+  std::vector<std::string> n{"auto"};
+  for (Isa i : all_isas()) n.push_back(isa_name(i));
+  return n;
+}
+
 std::vector<Isa> supported_isas() {
   std::vector<Isa> out;
   for (Isa i : all_isas())

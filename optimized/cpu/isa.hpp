@@ -24,6 +24,9 @@ std::vector<Isa> supported_isas();
 /// Every ISA the backend knows, supported or not (for tests that report skips).
 std::vector<Isa> all_isas();
 
+/// The values an `--isa` option takes: "auto", then isa_name() of every ISA in all_isas().
+std::vector<std::string> isa_choices();
+
 /// The ISA to use: `requested` unless it is "" or "auto"; else $AKV_ISA if set and not
 /// "auto"; else the best supported. Throws Error(kBadInput) for an unknown name or an ISA
 /// this CPU lacks.

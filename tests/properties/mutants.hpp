@@ -4,6 +4,7 @@
 #include <cstring>
 #include <memory>
 
+#include "../wrapped_backend.hpp"
 #include "reference/backend.hpp"
 
 namespace akv::test {
@@ -14,12 +15,9 @@ enum class Mutation {
 };
 
 /// The reference backend with `m` applied to its results.
-class MutantBackend final : public Backend {
+class MutantBackend final : public WrappedReference {
  public:
-  MutantBackend(std::shared_ptr<const Model> model, Mutation m) : inner_(make_reference_backend(std::move(model))), m_(m) {}
-  std::string name() const override { return "mutant"; }
-  const Model& model() const override { return inner_->model(); }
-  void set_scratch_poison(std::optional<float> v) override { inner_->set_scratch_poison(v); }
+  MutantBackend(std::shared_ptr<const Model> model, Mutation m) : WrappedReference(std::move(model), "mutant"), m_(m) {}
   void forward_rows(KVCache& cache, std::span<const Token> tokens, RowList rows, std::span<float> logits) override {
     const size_t first = cache.size();
     inner_->forward_rows(cache, tokens, rows, logits);
@@ -34,7 +32,6 @@ class MutantBackend final : public Backend {
     b ^= 1u;
     std::memcpy(&x, &b, 4);
   }
-  std::unique_ptr<Backend> inner_;
   Mutation m_;
   int calls_ = 0;
 };

@@ -44,6 +44,7 @@ std::vector<std::string> poisoned_conversations() {
 
 void expect_exact(const WitnessReport& r) {
   EXPECT_TRUE(r.exact());
+  EXPECT_TRUE(r.passed());
   EXPECT_EQ(r.evict_vs_never_max_abs, 0.0f);
   EXPECT_TRUE(r.caches_identical);
   EXPECT_TRUE(r.logits_identical);

@@ -42,6 +42,9 @@ class CudaBackend final : public Backend {
   CudaBackend(std::shared_ptr<const Model> m, int device) : model_(std::move(m)), poison_(default_scratch_poison()) {
     check(cudaSetDevice(device), "cudaSetDevice");
     device_ = device;
+    cudaDeviceProp prop{};
+    check(cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties");
+    sm_ = "sm_" + std::to_string(prop.major) + std::to_string(prop.minor) + " (" + prop.name + ")";
     const Config& c = model_->config;
     const Weights<float>& w = model_->weights;
     for (const LayerWeights<float>& l : w.layers) {
@@ -67,6 +70,7 @@ class CudaBackend final : public Backend {
 
   std::string name() const override { return "cuda"; }
   const Model& model() const override { return *model_; }
+  BackendDescription describe() const override { return {name(), sm_, 1, poison_}; }
   void set_scratch_poison(std::optional<float> value) override { poison_ = value; }
 
   void forward_rows(KVCache& cache, std::span<const Token> tokens, RowList rows, std::span<float> logits) override {
@@ -227,6 +231,7 @@ class CudaBackend final : public Backend {
   std::shared_ptr<const Model> model_;
   std::optional<float> poison_;
   int device_ = 0;
+  std::string sm_;  // "sm_90 (NVIDIA H200)": the device, for describe()
   std::vector<DevLayer> layers_;
   Buffer<float> tok_emb_, final_norm_, wcls_, cos_, sin_;
   Buffer<float> x_, xb_, xb2_, q_, k_, v_, hb_, hb2_, logits_;  // (kMaxRows, width) each

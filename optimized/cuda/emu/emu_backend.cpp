@@ -36,6 +36,7 @@ class CudaEmuBackend final : public Backend {
 
   std::string name() const override { return "cuda-emu"; }
   const Model& model() const override { return *model_; }
+  BackendDescription describe() const override { return {name(), "scalar (the CUDA kernels' arithmetic)", 1, poison_}; }
   void set_scratch_poison(std::optional<float> value) override { poison_ = value; }
 
   void forward_rows(KVCache& cache, std::span<const Token> tokens, RowList rows, std::span<float> logits) override {
