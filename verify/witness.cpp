@@ -51,9 +51,10 @@ void build_session(Session& s, const EncodedConversation& enc, const std::set<si
 
 namespace {
 // Where the doomed spans sit in the encoded conversation, counted from its spans, not from a
-// session's span table: f (the first evicted entry) and |S|.
+// session's span table: f (the first evicted entry), |S|, and the entries kshift moves (each
+// doomed span, last first, moves the survivors after it: L4).
 struct Cut {
-  size_t first = 0, evicted = 0;
+  size_t first = 0, evicted = 0, shifted = 0;
 };
 Cut cut_of(const EncodedConversation& enc, const std::set<size_t>& doomed) {
   Cut c{enc.preamble.size(), 0};
@@ -62,6 +63,11 @@ Cut cut_of(const EncodedConversation& enc, const std::set<size_t>& doomed) {
     before = before && !doomed.count(i);
     if (before) c.first += enc.spans[i].size();
     if (doomed.count(i)) c.evicted += enc.spans[i].size();
+  }
+  size_t after = 0;  // survivors after span i
+  for (size_t i = enc.spans.size(); i-- > 0;) {
+    if (doomed.count(i)) c.shifted += after;
+    else after += enc.spans[i].size();
   }
   return c;
 }
@@ -115,7 +121,7 @@ WitnessReport run_witness(const Conversation& conv, const WitnessOptions& opt, c
   r.truncated_at = cut.first;
   r.tokens_evicted = cut.evicted;
   r.tokens_survivors = total - cut.first - cut.evicted;
-  r.writes_expected = opt.policy == EvictPolicy::kExact || opt.policy == EvictPolicy::kKShift ? r.tokens_survivors : 0;
+  r.writes_expected = opt.policy == EvictPolicy::kExact ? r.tokens_survivors : opt.policy == EvictPolicy::kKShift ? cut.shifted : 0;
   const KVCache& cache = poisoned.cache();
   const std::string prefix_before = cache_prefix_sha256(cache, cut.first);
   const std::vector<uint64_t> serials_before = serials(cache, cut.first);

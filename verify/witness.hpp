@@ -53,7 +53,7 @@ struct WitnessReport {
   size_t tokens_evicted = 0;          // |S|, from the encoded conversation
   size_t tokens_survivors = 0;        // |X| = tokens_never - f: the survivors after the span
   size_t tokens_recomputed = 0;       // entries the cache counted written during evict (KVCache::entries_written)
-  size_t writes_expected = 0;         // what the policy may write: |X| for exact and kshift, 0 for mask and keep
+  size_t writes_expected = 0;         // what the policy may write: |X| for exact, the moved entries for kshift, 0 for mask and keep
   size_t prefix_entries_rewritten = 0;  // entries of [0, f) whose write serial changed during evict
   bool prefix_untouched = false;      // E3: bytes and write serials of [0, f) unchanged by evict
   size_t session_reported_recomputed = 0;  // what the session's EvictStats claimed (shown when it differs)
