@@ -94,13 +94,19 @@ std::set<std::string> markdown_names() {
 // Whether a Markdown file named in a comment of `from` is in the repository: a path whose first
 // part is "." or ".." or a top-level entry must exist (from the file's folder or the root); a
 // bare name must be some file's name; any other path (OUT/x.md) names an output, not a file here.
+// A file outside the repository (the design notes beside it) is not shipped, so it does not count.
 bool markdown_exists(const std::string& ref, const fs::path& from, const std::set<std::string>& names) {
-  const fs::path root(AKV_SOURCE_DIR);
+  const fs::path root = fs::weakly_canonical(AKV_SOURCE_DIR);
   const size_t slash = ref.find('/');
   if (slash == std::string::npos) return names.count(ref) != 0;
   const std::string first = ref.substr(0, slash);
   if (first != "." && first != ".." && !fs::exists(root / first)) return true;
-  return fs::exists(from.parent_path() / ref) || fs::exists(root / ref);
+  for (const fs::path& p : {from.parent_path() / ref, root / ref}) {
+    const fs::path c = fs::weakly_canonical(p);
+    const auto rel = c.lexically_relative(root);
+    if (fs::exists(c) && !rel.empty() && *rel.begin() != "..") return true;
+  }
+  return false;
 }
 
 }  // namespace
