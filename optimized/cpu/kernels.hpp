@@ -14,6 +14,10 @@ namespace akv::cpu {
 
 /// Width of a weight panel, of the canonical dot's lane set, and of every SIMD step (K1, K2).
 inline constexpr int kLanes = 16;
+/// Matmul k-block: each output sums k in blocks [b*kMatmulBlock, (b+1)*kMatmulBlock), one FMA
+/// chain per block, the block sums added in order (K1). Fixed, so no output depends on M or
+/// the tiling; 64 brings the rounding error from gamma_n to gamma_{64 + ceil(n/64) - 1}.
+inline constexpr int kMatmulBlock = 64;
 /// Attention key-block size; blocks are [b*kKeyBlock, (b+1)*kKeyBlock) in absolute positions (K4).
 inline constexpr int kKeyBlock = 64;
 
@@ -60,7 +64,8 @@ inline constexpr int kMaxAttnStates = 96;
 struct Kernels {
   Isa isa;
   /// Y[r, c] for rows [0, rows) and output columns of panels [p0, p1) (K1):
-  /// Y[r*ldy + c] = sum_k X[r*ldx + k] * W[c][k] as one FMA chain over k = 0..n-1 from +0.
+  /// Y[r*ldy + c] = sum_k X[r*ldx + k] * W[c][k]: one FMA chain per block of kMatmulBlock k from +0,
+  /// the block sums added in block order.
   void (*matmul)(const float* X, size_t ldx, int rows, const PackedMatrix& W, int p0, int p1, float* Y,
                  size_t ldy);
   /// The canonical dot product of x, y (n,) (K2).

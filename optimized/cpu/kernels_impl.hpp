@@ -20,21 +20,35 @@ namespace akv::cpu::impl {
 
 // ---------------------------------------------------------------- matmul (K1)
 
-// An R x (16P) register tile: rows [0, R) of X times panels [0, P) starting at W, one FMA chain
-// over k per output. `cols` = valid output columns in the tile (the rest is panel padding).
+// An R x (16P) register tile: rows [0, R) of X times panels [0, P) starting at W. Per output,
+// k in blocks of kMatmulBlock: one FMA chain per block from +0, the block sums added in block
+// order (K1). `cols` = valid output columns in the tile (the rest is panel padding).
 template <class S, int R, int P>
 void tile(const float* X, size_t ldx, const float* W, size_t wstride, int n, float* Y, size_t ldy, int cols) {
   typename S::V acc[R][P];
-  for (int r = 0; r < R; ++r)
-    for (int p = 0; p < P; ++p) acc[r][p] = S::zero();
-  for (int k = 0; k < n; ++k) {
-    typename S::V w[P];
-    for (int p = 0; p < P; ++p) w[p] = S::load(W + p * wstride + static_cast<size_t>(k) * kLanes);
-    for (int r = 0; r < R; ++r) {
-      const typename S::V b = S::set1(X[r * ldx + k]);
-      for (int p = 0; p < P; ++p) acc[r][p] = S::fma(b, w[p], acc[r][p]);
+  alignas(64) float total[R][P][kLanes];  // sum of the blocks before the current one
+  for (int k0 = 0; k0 < n; k0 += kMatmulBlock) {
+    const int k1 = std::min(n, k0 + kMatmulBlock);
+    for (int r = 0; r < R; ++r)
+      for (int p = 0; p < P; ++p) acc[r][p] = S::zero();
+    for (int k = k0; k < k1; ++k) {
+      typename S::V w[P];
+      for (int p = 0; p < P; ++p) w[p] = S::load(W + p * wstride + static_cast<size_t>(k) * kLanes);
+      for (int r = 0; r < R; ++r) {
+        const typename S::V b = S::set1(X[r * ldx + k]);
+        for (int p = 0; p < P; ++p) acc[r][p] = S::fma(b, w[p], acc[r][p]);
+      }
     }
+    if (k0 > 0)
+      for (int r = 0; r < R; ++r)
+        for (int p = 0; p < P; ++p) acc[r][p] = S::add(S::load(total[r][p]), acc[r][p]);
+    if (k1 < n)
+      for (int r = 0; r < R; ++r)
+        for (int p = 0; p < P; ++p) S::store(total[r][p], acc[r][p]);
   }
+  if (n == 0)
+    for (int r = 0; r < R; ++r)
+      for (int p = 0; p < P; ++p) acc[r][p] = S::zero();
   for (int r = 0; r < R; ++r)
     for (int p = 0; p < P; ++p) {
       float* y = Y + r * ldy + p * kLanes;
