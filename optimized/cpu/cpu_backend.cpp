@@ -45,7 +45,7 @@ int default_threads(int requested) {
 CpuBackend::CpuBackend(std::shared_ptr<const Model> model, const CpuOptions& opt)
     : model_(std::move(model)),
       packed_(packed_model(model_)),
-      k_(&kernels_for(resolve_isa(opt.isa))),
+      k_(opt.kernels != nullptr ? opt.kernels : &kernels_for(resolve_isa(opt.isa))),
       pool_(default_threads(opt.threads)),
       poison_(default_scratch_poison()) {}
 
@@ -120,6 +120,9 @@ void CpuBackend::forward_batch(std::span<const BatchItem> items) {
       for (int r = b; r < e; ++r) fn(r);
     });
   };
+  auto step = [&](const char* op, int layer, const std::vector<float>& buf, int n, int width, int ld) {
+    if (observer_) observer_({op, layer, buf.data(), n, width, static_cast<size_t>(ld)});
+  };
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   const RopeTable& rope = *model_->rope;
 
@@ -130,7 +133,9 @@ void CpuBackend::forward_batch(std::span<const BatchItem> items) {
       k.rmsnorm(xb_.data() + static_cast<size_t>(r) * d, x_.data() + static_cast<size_t>(r) * d, w.attn_norm.data(), d,
                 c.rms_eps);
     });
+    step("rmsnorm (attn_norm)", l, xb_, rows, d, d);
     matmul(xb_.data(), d, P.wqkv, qkv_.data(), qkvd);
+    step("matmul (wq, wk, wv)", l, qkv_, rows, qkvd, qkvd);
     per_row([&](int r) {
       float* q = qkv_.data() + static_cast<size_t>(r) * qkvd;
       const int pos = row_pos_[r];
@@ -140,6 +145,7 @@ void CpuBackend::forward_batch(std::span<const BatchItem> items) {
       std::copy_n(q + qd, kvd, cache.k(l) + static_cast<size_t>(pos) * kvd);
       std::copy_n(q + qd + kvd, kvd, cache.v(l) + static_cast<size_t>(pos) * kvd);
     });
+    step("rope (q, k)", l, qkv_, rows, qd + kvd, qkvd);
     // (token block, KV head) items: up to kAttnRows consecutive tokens of one session share the
     // passes over the cache (K4); blocks are taken from both ends alternately so that contiguous
     // thread ranges get similar causal work. Neither the blocks nor their order change a bit (K8).
@@ -166,19 +172,27 @@ void CpuBackend::forward_batch(std::span<const BatchItem> items) {
         k.attention(a);
       }
     });
+    step("attention", l, att_, rows, qd, qd);
     matmul(att_.data(), qd, P.wo, xb_.data(), d);
+    step("matmul (wo)", l, xb_, rows, d, d);
     per_row([&](int r) {
       float* x = x_.data() + static_cast<size_t>(r) * d;
       k.add(x, xb_.data() + static_cast<size_t>(r) * d, d);
       k.rmsnorm(xb_.data() + static_cast<size_t>(r) * d, x, w.ffn_norm.data(), d, c.rms_eps);
     });
+    step("add (attention residual)", l, x_, rows, d, d);
+    step("rmsnorm (ffn_norm)", l, xb_, rows, d, d);
     matmul(xb_.data(), d, P.w13, h_.data(), 2 * ffn);
+    step("matmul (w1, w3)", l, h_, rows, 2 * ffn, 2 * ffn);
     per_row([&](int r) {
       float* h = h_.data() + static_cast<size_t>(r) * 2 * ffn;
       k.swiglu(h, h, h + ffn, ffn);
     });
+    step("swiglu", l, h_, rows, ffn, 2 * ffn);
     matmul(h_.data(), 2 * ffn, P.w2, xb_.data(), d);
+    step("matmul (w2)", l, xb_, rows, d, d);
     per_row([&](int r) { k.add(x_.data() + static_cast<size_t>(r) * d, xb_.data() + static_cast<size_t>(r) * d, d); });
+    step("add (ffn residual)", l, x_, rows, d, d);
   }
   // Final RMSNorm and classifier on the wanted rows only, packed densely: a row's bits do not
   // depend on the rows beside it (K8), so skipping the others changes none.
@@ -188,8 +202,10 @@ void CpuBackend::forward_batch(std::span<const BatchItem> items) {
       k.rmsnorm(xb_.data() + static_cast<size_t>(j) * d, x_.data() + static_cast<size_t>(out_rows_[j]) * d,
                 model_->weights.final_norm.data(), d, c.rms_eps);
   });
+  step("rmsnorm (final_norm)", -1, xb_, n_out, d, d);
   const PackedMatrix& cls = packed_->wcls;
   pool_.run(cls.panels(), [&](int p0, int p1) { k.matmul(xb_.data(), d, n_out, cls, p0, p1, logits_.data(), vocab); });
+  step("matmul (classifier)", -1, logits_, n_out, vocab, vocab);
   {
     size_t j = 0;
     for (const BatchItem& it : items) {

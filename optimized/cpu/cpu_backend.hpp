@@ -1,6 +1,7 @@
 // The optimized CPU backend (spec/kernels-cpu.md): the reference model's semantics at SIMD
 // speed on a small thread pool, with the invariance I1 by construction (K0-K8).
 #pragma once
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -15,8 +16,20 @@
 namespace akv::cpu {
 
 struct CpuOptions {
-  std::string isa = "auto";  // portable | avx2 | avx512 | auto ($AKV_ISA, else the best)
+  std::string isa = "auto";  // portable | avx2 | avx512 | avx512_simde | auto ($AKV_ISA, else the best native)
   int threads = 0;           // 0: $AKV_THREADS if set, else 2
+  /// Test seam (K13, K14): this kernel table in place of the ISA's (a mutant); `isa` is ignored.
+  const Kernels* kernels = nullptr;
+};
+
+/// One op step of the forward pass (K14): its output, `rows` rows of `width` floats, `ld`
+/// floats apart. `layer` is -1 for the final RMSNorm and the classifier.
+struct OpStep {
+  const char* op;
+  int layer;
+  const float* data;
+  int rows, width;
+  size_t ld;
 };
 
 /// The model's matrices packed into panels (K1), shared by every backend of one model.
@@ -47,6 +60,9 @@ class CpuBackend final : public Backend {
   /// each item's own cache. Bits per item equal forward() alone (K8, I1).
   void forward_batch(std::span<const BatchItem> items) override;
   void set_scratch_poison(std::optional<float> value) override { poison_ = value; }
+  /// Called on the calling thread after each op step of forward_batch, in order (K14's
+  /// localiser, localise.hpp). Empty: no call.
+  void set_op_observer(std::function<void(const OpStep&)> f) { observer_ = std::move(f); }
 
   Isa isa() const { return k_->isa; }
   int threads() const { return pool_.size(); }
@@ -59,6 +75,7 @@ class CpuBackend final : public Backend {
   const Kernels* k_;
   ThreadPool pool_;
   std::optional<float> poison_;
+  std::function<void(const OpStep&)> observer_;
   // Scratch, (rows, width) each; rows = tokens in the call.
   std::vector<float> x_, xb_, qkv_, att_, h_, logits_;
   std::vector<int> row_item_, row_pos_;

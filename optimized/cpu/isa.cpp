@@ -12,6 +12,7 @@ const char* isa_name(Isa isa) {
     case Isa::kPortable: return "portable";
     case Isa::kAvx2: return "avx2";
     case Isa::kAvx512: return "avx512";
+    case Isa::kAvx512Simde: return "avx512_simde";
   }
   return "?";
 }
@@ -19,7 +20,7 @@ const char* isa_name(Isa isa) {
 Isa parse_isa(const std::string& name) {
   for (Isa i : all_isas())
     if (name == isa_name(i)) return i;
-  throw Error(ErrorCode::kBadInput, "unknown ISA '" + name + "' (expected portable, avx2 or avx512)");
+  throw Error(ErrorCode::kBadInput, "unknown ISA '" + name + "' (expected portable, avx2, avx512 or avx512_simde)");
 }
 
 bool isa_supported(Isa isa) {
@@ -27,11 +28,12 @@ bool isa_supported(Isa isa) {
     case Isa::kPortable: return true;
     case Isa::kAvx2: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
     case Isa::kAvx512: return __builtin_cpu_supports("avx512f");
+    case Isa::kAvx512Simde: return true;  // baseline x86-64 code, checked by K13_SimdeHasNoNativeAvx
   }
   return false;
 }
 
-std::vector<Isa> all_isas() { return {Isa::kPortable, Isa::kAvx2, Isa::kAvx512}; }
+std::vector<Isa> all_isas() { return {Isa::kPortable, Isa::kAvx2, Isa::kAvx512, Isa::kAvx512Simde}; }
 
 std::vector<std::string> isa_choices() {
   std::vector<std::string> n{"auto"};
@@ -53,7 +55,11 @@ Isa resolve_isa(const std::string& requested) {
     name = env_nonempty("AKV_ISA").value_or("");  // set but empty is an error (IN4)
     from = "$AKV_ISA";
   }
-  if (name.empty() || name == "auto") return supported_isas().back();
+  if (name.empty() || name == "auto") {  // the fastest native path: emulated AVX-512 is for checking
+    for (Isa i : {Isa::kAvx512, Isa::kAvx2})
+      if (isa_supported(i)) return i;
+    return Isa::kPortable;
+  }
   Isa isa;
   try {
     isa = parse_isa(name);

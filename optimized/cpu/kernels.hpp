@@ -87,6 +87,8 @@ struct Kernels {
 const Kernels& kernels_portable();
 const Kernels& kernels_avx2();
 const Kernels& kernels_avx512();
+/// kernels_avx512.cpp compiled against SIMDe, no native AVX-512 (K13): runs on any x86-64.
+const Kernels& kernels_avx512_simde();
 
 /// The table of `isa` (which must be supported by this CPU to be called).
 const Kernels& kernels_for(Isa isa);

@@ -1,6 +1,14 @@
 // The AVX-512F kernels: 16 lanes as one 16-wide register. Selected at run time only on CPUs
 // with AVX-512F (isa.cpp). Same bits as the portable table (K0).
+// Compiled a second time with AKV_SIMDE (CMakeLists.txt): the same source against SIMDe's
+// portable AVX-512, without native AVX-512, as the avx512_simde ISA that runs on any x86-64
+// (spec/kernels-cpu.md K13); and a third time with AKV_MUTANT_CONTRACT_ROPE for the test of
+// K13 that shows the emulated build catches one contracted FMA in the RoPE.
+#if defined(AKV_SIMDE)
+#include "optimized/cpu/simde_avx512.hpp"
+#else
 #include <immintrin.h>
+#endif
 
 #include <algorithm>
 #include <cmath>
@@ -9,7 +17,9 @@
 #include "reference/exp.hpp"
 
 // Everything below, and only that, is compiled for AVX-512F (+FMA, AVX2 for the 256-bit tail).
-#if defined(__clang__)
+#if defined(AKV_SIMDE)
+// No target change: baseline x86-64 (K13).
+#elif defined(__clang__)
 #pragma clang attribute push(__attribute__((target("avx512f,avx2,fma"))), apply_to = function)
 #else
 #pragma GCC push_options
@@ -51,6 +61,9 @@ __m512 exp16(__m512 x) {
 }
 
 struct Avx512 {
+#if defined(AKV_MUTANT_CONTRACT_ROPE)
+  static constexpr bool kMutantContractRope = true;  // the K13 teeth test's mutant, never in akv_cpu
+#endif
   using V = __m512;
   static constexpr int kTileBudget = 24;  // 24 of the 32 zmm registers hold accumulators
   static V zero() { return _mm512_setzero_ps(); }
@@ -95,14 +108,20 @@ struct Avx512 {
 
 }  // namespace
 
-const Kernels& kernels_avx512() {
-  static const Kernels k = impl::table<Avx512>(Isa::kAvx512);
+#if !defined(AKV_KERNELS_AVX512_TABLE)  // the native build
+#define AKV_KERNELS_AVX512_TABLE kernels_avx512
+#define AKV_KERNELS_AVX512_ISA Isa::kAvx512
+#endif
+
+const Kernels& AKV_KERNELS_AVX512_TABLE() {
+  static const Kernels k = impl::table<Avx512>(AKV_KERNELS_AVX512_ISA);
   return k;
 }
 
 }  // namespace akv::cpu
 
-#if defined(__clang__)
+#if defined(AKV_SIMDE)
+#elif defined(__clang__)
 #pragma clang attribute pop
 #else
 #pragma GCC pop_options

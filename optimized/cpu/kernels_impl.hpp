@@ -142,6 +142,10 @@ void rmsnorm(float* out, const float* x, const float* w, int n, float eps) {
 
 // ---------------------------------------------------------------- elementwise (K5, K6, K7)
 
+// Only the mutant table of K13's teeth test (tests/) sets S::kMutantContractRope.
+template <class S>
+inline constexpr bool mutant_contract_rope = requires { requires S::kMutantContractRope; };
+
 template <class S>
 void rope(float* x, int n_heads, int head_dim, const float* cos, const float* sin) {
   const int half = head_dim / 2;
@@ -152,7 +156,10 @@ void rope(float* x, int n_heads, int head_dim, const float* cos, const float* si
       const typename S::V x0 = S::load(v + i), x1 = S::load(v + i + half);
       const typename S::V c = S::load(cos + i), s = S::load(sin + i);
       S::store(v + i, S::sub(S::mul(x0, c), S::mul(x1, s)));
-      S::store(v + i + half, S::add(S::mul(x0, s), S::mul(x1, c)));
+      if constexpr (mutant_contract_rope<S>)  // K13's test seam: fma(x0, s, x1*c), as contraction would
+        S::store(v + i + half, S::fma(x0, s, S::mul(x1, c)));
+      else
+        S::store(v + i + half, S::add(S::mul(x0, s), S::mul(x1, c)));
     }
     for (; i < half; ++i) {
       const float x0 = v[i], x1 = v[i + half], c = cos[i], s = sin[i];

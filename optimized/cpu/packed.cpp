@@ -29,6 +29,7 @@ PackedMatrix pack_rows(const std::vector<const std::vector<float>*>& parts, int 
 const Kernels& kernels_for(Isa isa) {
   switch (isa) {
     case Isa::kAvx512: return kernels_avx512();
+    case Isa::kAvx512Simde: return kernels_avx512_simde();
     case Isa::kAvx2: return kernels_avx2();
     case Isa::kPortable: break;
   }
