@@ -82,7 +82,7 @@ class CpuBackend final : public Backend {
   std::vector<int> out_rows_;  // call rows whose logits were asked for (BatchItem::rows)
   /// Attention items' token blocks (first row, rows): consecutive tokens of one session (K4).
   std::vector<std::pair<int, int>> blocks_;
-  static constexpr int kAttnRows = 8;
+  static constexpr int kAttnRows = 16;  // 16 tokens x 3 heads fill three 16-lane sets (K4 lane path)
 };
 
 /// make_backend("cpu", ...) of verify/backends.cpp.

@@ -23,7 +23,7 @@ namespace akv::cpu {
 namespace {
 
 // akv::exp on 8 lanes (reference/exp.hpp), operation for operation; the special cases are
-// computed in every lane and selected by blends in the scalar code's priority order.
+// selected by blends in the scalar code's priority order, computed only when a lane needs one.
 __m256 exp8(__m256 x) {
   const __m256 k = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269502162933349609375f)),
                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
@@ -39,15 +39,24 @@ __m256 exp8(__m256 x) {
   p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
   const __m256i ki = _mm256_cvtps_epi32(k);  // k is integral: exact
   auto pow2i = [](__m256i e) { return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(e, _mm256_set1_epi32(127)), 23)); };
-  const __m256 mid = _mm256_mul_ps(p, pow2i(ki));
-  const __m256 big = _mm256_mul_ps(_mm256_mul_ps(p, pow2i(_mm256_set1_epi32(127))), pow2i(_mm256_sub_epi32(ki, _mm256_set1_epi32(127))));
-  const __m256 tiny = _mm256_mul_ps(_mm256_mul_ps(p, pow2i(_mm256_add_epi32(ki, _mm256_set1_epi32(64)))), pow2i(_mm256_set1_epi32(-64)));
-  __m256 y = mid;
-  y = _mm256_blendv_ps(y, big, _mm256_castsi256_ps(_mm256_cmpgt_epi32(ki, _mm256_set1_epi32(127))));
-  y = _mm256_blendv_ps(y, tiny, _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(-126), ki)));
-  y = _mm256_blendv_ps(y, _mm256_setzero_ps(), _mm256_cmp_ps(x, _mm256_set1_ps(-103.972084045410156f), _CMP_LT_OQ));
-  y = _mm256_blendv_ps(y, _mm256_set1_ps(INFINITY), _mm256_cmp_ps(x, _mm256_set1_ps(88.72283935546875f), _CMP_GT_OQ));
-  y = _mm256_blendv_ps(y, x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
+  __m256 y = _mm256_mul_ps(p, pow2i(ki));
+  const __m256 is_big = _mm256_castsi256_ps(_mm256_cmpgt_epi32(ki, _mm256_set1_epi32(127)));
+  const __m256 is_tiny = _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(-126), ki));
+  if (!_mm256_testz_ps(_mm256_or_ps(is_big, is_tiny), _mm256_or_ps(is_big, is_tiny))) {  // rare; else y stays
+    const __m256 big = _mm256_mul_ps(_mm256_mul_ps(p, pow2i(_mm256_set1_epi32(127))), pow2i(_mm256_sub_epi32(ki, _mm256_set1_epi32(127))));
+    const __m256 tiny = _mm256_mul_ps(_mm256_mul_ps(p, pow2i(_mm256_add_epi32(ki, _mm256_set1_epi32(64)))), pow2i(_mm256_set1_epi32(-64)));
+    y = _mm256_blendv_ps(y, big, is_big);
+    y = _mm256_blendv_ps(y, tiny, is_tiny);
+  }
+  const __m256 is_zero = _mm256_cmp_ps(x, _mm256_set1_ps(-103.972084045410156f), _CMP_LT_OQ);
+  const __m256 is_inf = _mm256_cmp_ps(x, _mm256_set1_ps(88.72283935546875f), _CMP_GT_OQ);
+  const __m256 is_nan = _mm256_cmp_ps(x, x, _CMP_UNORD_Q);
+  const __m256 any = _mm256_or_ps(_mm256_or_ps(is_zero, is_inf), is_nan);
+  if (!_mm256_testz_ps(any, any)) {  // the special cases (rare), in the scalar code's priority order
+    y = _mm256_blendv_ps(y, _mm256_setzero_ps(), is_zero);
+    y = _mm256_blendv_ps(y, _mm256_set1_ps(INFINITY), is_inf);
+    y = _mm256_blendv_ps(y, x, is_nan);
+  }
   return y;
 }
 
@@ -72,6 +81,10 @@ struct Avx2 {
   static V mul(V a, V b) { return {_mm256_mul_ps(a.lo, b.lo), _mm256_mul_ps(a.hi, b.hi)}; }
   static V div(V a, V b) { return {_mm256_div_ps(a.lo, b.lo), _mm256_div_ps(a.hi, b.hi)}; }
   static V exp(V a) { return {exp8(a.lo), exp8(a.hi)}; }
+  static V select_lt(V x, V y, V a, V b) {
+    return {_mm256_blendv_ps(b.lo, a.lo, _mm256_cmp_ps(x.lo, y.lo, _CMP_LT_OQ)),
+            _mm256_blendv_ps(b.hi, a.hi, _mm256_cmp_ps(x.hi, y.hi, _CMP_LT_OQ))};
+  }
   // The K2 tree: l += l+8 (lo + hi), l += l+4, l += l+2, l += l+1.
   static float reduce(V a) {
     const __m256 s8 = _mm256_add_ps(a.lo, a.hi);

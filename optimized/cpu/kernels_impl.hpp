@@ -7,6 +7,7 @@
 //   S::reduce(v)             the canonical tree of K2: for w = 8, 4, 2, 1: v[l] += v[l + w]
 //   S::reduce8(a, out)       out[c] = S::reduce(a[c]) for c < 8, bit for bit (may pack the trees)
 //   S::exp(v)                akv::exp per lane, same IEEE operations (K7)
+//   S::select_lt(x, y, a, b) per lane x < y ? a : b (an ordered compare: false on NaN)
 //   S::kTileBudget           V accumulators a matmul tile may hold in registers
 // Every function is a template over S, so the three instantiations never share a symbol.
 #pragma once
@@ -230,16 +231,17 @@ void dot8(const float* q, const float* k, int stride, int hd, float* out) {
 }
 
 // Keys [j0, j1) of a block for one query head's acc (out, hd): on the first keys of the block
-// (j0 == 0) acc = acc*alpha first; then acc[i] = fma(e[j], v_j[i], acc[i]) for j in key order.
+// (j0 == 0) acc = acc*alpha first; then acc[i] = fma(e_j, v_j[i], acc[i]) for j in key order,
+// e_j at e[j*es].
 template <class S, int C>
-void accumulate_keys(float* out, const float* v, int stride, const float* e, int j0, int j1, float alpha) {
+void accumulate_keys(float* out, const float* v, int stride, const float* e, int j0, int j1, float alpha, int es) {
   typename S::V acc[C];
   if (j0 == 0)
     for (int c = 0; c < C; ++c) acc[c] = S::mul(S::load(out + c * kLanes), S::set1(alpha));
   else
     for (int c = 0; c < C; ++c) acc[c] = S::load(out + c * kLanes);
   for (int j = j0; j < j1; ++j) {
-    const typename S::V ej = S::set1(e[j]);
+    const typename S::V ej = S::set1(e[j * es]);
     const float* vj = v + static_cast<size_t>(j) * stride;
     for (int c = 0; c < C; ++c) acc[c] = S::fma(ej, S::load(vj + c * kLanes), acc[c]);
   }
@@ -247,27 +249,30 @@ void accumulate_keys(float* out, const float* v, int stride, const float* e, int
 }
 
 template <class S>
-void accumulate_keys_any(float* out, const float* v, int stride, const float* e, int j0, int j1, float alpha, int hd) {
+void accumulate_keys_any(float* out, const float* v, int stride, const float* e, int j0, int j1, float alpha, int hd,
+                         int es) {
   int i = 0;
   switch (hd) {  // the whole row in registers, keys outer: same per-element chain (K4 step 5)
-    case 32: return accumulate_keys<S, 2>(out, v, stride, e, j0, j1, alpha);
-    case 64: return accumulate_keys<S, 4>(out, v, stride, e, j0, j1, alpha);
-    case 128: return accumulate_keys<S, 8>(out, v, stride, e, j0, j1, alpha);
+    case 32: return accumulate_keys<S, 2>(out, v, stride, e, j0, j1, alpha, es);
+    case 64: return accumulate_keys<S, 4>(out, v, stride, e, j0, j1, alpha, es);
+    case 128: return accumulate_keys<S, 8>(out, v, stride, e, j0, j1, alpha, es);
     default: break;
   }
-  for (; i + kLanes <= hd; i += kLanes) accumulate_keys<S, 1>(out + i, v + i, stride, e, j0, j1, alpha);
+  for (; i + kLanes <= hd; i += kLanes) accumulate_keys<S, 1>(out + i, v + i, stride, e, j0, j1, alpha, es);
   for (; i < hd; ++i) {
     float acc = j0 == 0 ? out[i] * alpha : out[i];
-    for (int j = j0; j < j1; ++j) acc = std::fma(e[j], v[static_cast<size_t>(j) * stride + i], acc);
+    for (int j = j0; j < j1; ++j) acc = std::fma(e[j * es], v[static_cast<size_t>(j) * stride + i], acc);
     out[i] = acc;
   }
 }
 
 // K4 step 5 for U states over keys [0, nb) of a block, C = head_dim / 16 lane sets each: per
-// state acc = acc * alpha, then acc[i] = fma(e_p, v_p[i], acc[i]) for p in key order. The U
-// states only share the loads of v_p: each one's chain is the one it runs alone.
+// state acc = acc * alpha, then acc[i] = fma(e_p, v_p[i], acc[i]) for p in key order, e_p of
+// state u at e[u][p*es]. The U states only share the loads of v_p: each one's chain is the one
+// it runs alone.
 template <class S, int U, int C>
-void accumulate_block(float* const* out, const float* v, int stride, const float* const* e, int nb, const float* alpha) {
+void accumulate_block(float* const* out, const float* v, int stride, const float* const* e, int nb, const float* alpha,
+                      int es) {
   typename S::V acc[U][C];
   for (int u = 0; u < U; ++u)
     for (int c = 0; c < C; ++c) acc[u][c] = S::mul(S::load(out[u] + c * kLanes), S::set1(alpha[u]));
@@ -276,7 +281,7 @@ void accumulate_block(float* const* out, const float* v, int stride, const float
     typename S::V w[C];
     for (int c = 0; c < C; ++c) w[c] = S::load(vj + c * kLanes);
     for (int u = 0; u < U; ++u) {
-      const typename S::V ej = S::set1(e[u][j]);
+      const typename S::V ej = S::set1(e[u][j * es]);
       for (int c = 0; c < C; ++c) acc[u][c] = S::fma(ej, w[c], acc[u][c]);
     }
   }
@@ -286,29 +291,60 @@ void accumulate_block(float* const* out, const float* v, int stride, const float
 
 template <class S, int C>
 void accumulate_block_u(int u, float* const* out, const float* v, int stride, const float* const* e, int nb,
-                        const float* alpha) {
+                        const float* alpha, int es) {
   switch (u) {
-    case 1: return accumulate_block<S, 1, C>(out, v, stride, e, nb, alpha);
-    case 2: return accumulate_block<S, 2, C>(out, v, stride, e, nb, alpha);
-    case 3: return accumulate_block<S, 3, C>(out, v, stride, e, nb, alpha);
-    default: return accumulate_block<S, 4, C>(out, v, stride, e, nb, alpha);
+    case 1: return accumulate_block<S, 1, C>(out, v, stride, e, nb, alpha, es);
+    case 2: return accumulate_block<S, 2, C>(out, v, stride, e, nb, alpha, es);
+    case 3: return accumulate_block<S, 3, C>(out, v, stride, e, nb, alpha, es);
+    case 4: return accumulate_block<S, 4, C>(out, v, stride, e, nb, alpha, es);
+    case 5: return accumulate_block<S, 5, C>(out, v, stride, e, nb, alpha, es);
+    default: return accumulate_block<S, 6, C>(out, v, stride, e, nb, alpha, es);
   }
 }
 
-// Step 5 for u <= 4 states with the same nb keys of a block.
+// Step 5 for u <= kRun states with the same nb keys of a block; e_p of state x at e[x][p*es].
 template <class S>
 void accumulate_states(int u, float* const* out, const float* v, int stride, const float* const* e, int nb,
-                       const float* alpha, int hd) {
+                       const float* alpha, int hd, int es) {
   switch (hd) {
-    case 32: return accumulate_block_u<S, 2>(u, out, v, stride, e, nb, alpha);
-    case 64: return accumulate_block_u<S, 4>(u, out, v, stride, e, nb, alpha);
+    case 32: return accumulate_block_u<S, 2>(u, out, v, stride, e, nb, alpha, es);
+    case 64:
+      if (S::kTileBudget >= 24) return accumulate_block_u<S, 4>(u, out, v, stride, e, nb, alpha, es);
+      for (int x = 0; x < u; x += 4)  // fewer registers: at most 4 states' accumulators at a time
+        accumulate_block_u<S, 4>(std::min(4, u - x), out + x, v, stride, e + x, nb, alpha + x, es);
+      return;
     case 128:  // 8 lane sets a state: two states at a time keep the accumulators in registers
       for (int x = 0; x < u; x += 2)
-        if (u - x >= 2) accumulate_block<S, 2, 8>(out + x, v, stride, e + x, nb, alpha + x);
-        else accumulate_block<S, 1, 8>(out + x, v, stride, e + x, nb, alpha + x);
+        if (u - x >= 2) accumulate_block<S, 2, 8>(out + x, v, stride, e + x, nb, alpha + x, es);
+        else accumulate_block<S, 1, 8>(out + x, v, stride, e + x, nb, alpha + x, es);
       return;
     default:
-      for (int x = 0; x < u; ++x) accumulate_keys_any<S>(out[x], v, stride, e[x], 0, nb, alpha[x], hd);
+      for (int x = 0; x < u; ++x) accumulate_keys_any<S>(out[x], v, stride, e[x], 0, nb, alpha[x], hd, es);
+  }
+}
+
+/// Most states whose value sums share each v_p load (K4 step 5).
+inline constexpr int kRun = 6;
+
+// Step 5 for all n_states states of an item on one block, in runs of up to kRun consecutive
+// states with the same key count (nb_of(s)) sharing each v_p load; e_p of state s at e[s*ss + p*es].
+template <class S, class NbOf, class OutOf>
+void accumulate_item(int n_states, const NbOf& nb_of, const OutOf& out_of, const float* vb, int stride,
+                     const float* e, int ss, int es, const float* alpha, int hd) {
+  for (int s = 0; s < n_states;) {
+    const int nb = nb_of(s);
+    int u = 1;
+    while (u < kRun && s + u < n_states && nb_of(s + u) == nb) ++u;
+    if (nb > 0) {
+      float* outs[kRun];
+      const float* es_[kRun];
+      for (int x = 0; x < u; ++x) {
+        outs[x] = out_of(s + x);
+        es_[x] = e + static_cast<size_t>(s + x) * ss;
+      }
+      accumulate_states<S>(u, outs, vb, stride, es_, nb, alpha + s, hd, es);
+    }
+    s += u;
   }
 }
 
@@ -364,12 +400,176 @@ void softmax_block(float* const* e, int nb, float scale, float* m, float* l, flo
     for (int u = 0; u < U; ++u) l[u] = l[u] + e[u][j];
 }
 
+// ---- attention with the item's states in lanes (K4, the same operations per state)
+//
+// For items of many (token, head) states, lane s of a lane set carries state s: the scores of a
+// key are computed for 16 states at once, and the softmax's serial chains (the block max, l) run
+// one per lane, in key order. Each state still performs exactly the operations of K4 in K4's
+// order; only which of them share an instruction changes.
+
+/// Largest head_dim the lane path takes (its transposed queries live on the stack).
+inline constexpr int kLaneMaxHeadDim = 128;
+/// Fewest states an item needs to take the lane path (fewer would leave most lanes idle).
+inline constexpr int kLaneMinStates = 12;
+
+// One step of the K2 dots of keys [j0, j1) (row p at kb + p*stride, head_dim 16*C) with NV lane
+// sets of states, the states' queries transposed (qt[d*es + s]): lane pair (L, L + 8) of the
+// tree. Its chains A_L, A_{L+8} (fma(q[16b + l], k[16b + l], .) over b = 0..C-1 from +0) meet as
+// S_L = A_L + A_{L+8}, and S_L enters K2's tree at once, the pairs taken in the order
+// L = 0, 4, 2, 6, 1, 5, 3, 7 so that each add has its operands, lower lane first:
+// T0 = S0 + S4, T2 = S2 + S6, U0 = T0 + T2, T1 = S1 + S5, T3 = S3 + S7, U1 = T1 + T3, and the
+// dot U0 + U1. Partial sums wait in e (S0, T0, U0; the dot of key p at e[p*es]), t1 (S2, S1, T1)
+// and t3 (S3), rows (p - j0)*es. The step's 2*C*NV query rows stay in registers for all keys.
+template <class S, int C, int NV, int L>
+void lane_pair(const float* qt, int es, const float* kb, int stride, int j0, int j1, float* e, float* t1, float* t3) {
+  using V = typename S::V;
+  V w[2][C][NV];
+  for (int h = 0; h < 2; ++h)
+    for (int b = 0; b < C; ++b)
+      for (int v = 0; v < NV; ++v) w[h][b][v] = S::load(qt + static_cast<size_t>(b * kLanes + L + 8 * h) * es + v * kLanes);
+  for (int j = j0; j < j1; ++j) {
+    const float* k = kb + static_cast<size_t>(j) * stride;
+    V acc[2][NV];
+    for (int h = 0; h < 2; ++h)
+      for (int v = 0; v < NV; ++v) acc[h][v] = S::zero();
+    for (int b = 0; b < C; ++b)
+      for (int h = 0; h < 2; ++h) {
+        const V kd = S::set1(k[b * kLanes + L + 8 * h]);
+        for (int v = 0; v < NV; ++v) acc[h][v] = S::fma(w[h][b][v], kd, acc[h][v]);
+      }
+    for (int v = 0; v < NV; ++v) {
+      const V sl = S::add(acc[0][v], acc[1][v]);
+      float* pe = e + static_cast<size_t>(j) * es + v * kLanes;
+      float* p1 = t1 + static_cast<size_t>(j - j0) * es + v * kLanes;
+      float* p3 = t3 + static_cast<size_t>(j - j0) * es + v * kLanes;
+      if constexpr (L == 0) S::store(pe, sl);                                        // S0
+      if constexpr (L == 4) S::store(pe, S::add(S::load(pe), sl));                   // T0
+      if constexpr (L == 2 || L == 1) S::store(p1, sl);                              // S2, S1
+      if constexpr (L == 6) S::store(pe, S::add(S::load(pe), S::add(S::load(p1), sl)));  // U0
+      if constexpr (L == 5) S::store(p1, S::add(S::load(p1), sl));                   // T1
+      if constexpr (L == 3) S::store(p3, sl);                                        // S3
+      if constexpr (L == 7)                                                          // U0 + U1
+        S::store(pe, S::add(S::load(pe), S::add(S::load(p1), S::add(S::load(p3), sl))));
+    }
+  }
+}
+
+// Raw scores (K2 dots, not yet scaled) of keys [0, nb) of a block for lane sets [0, nv): the dot
+// of key p with lane set v's states to e[p*es + 16v], in chunks of 16 keys, NV lane sets a pass.
+template <class S, int C, int NV>
+void lane_scores(const float* qt, int es, const float* kb, int stride, int nb, float* e) {
+  constexpr int kChunk = 16;
+  alignas(64) float t1[kChunk * kMaxAttnStates], t3[kChunk * kMaxAttnStates];
+  for (int j0 = 0; j0 < nb; j0 += kChunk) {
+    const int j1 = std::min(nb, j0 + kChunk);
+    lane_pair<S, C, NV, 0>(qt, es, kb, stride, j0, j1, e, t1, t3);
+    lane_pair<S, C, NV, 4>(qt, es, kb, stride, j0, j1, e, t1, t3);
+    lane_pair<S, C, NV, 2>(qt, es, kb, stride, j0, j1, e, t1, t3);
+    lane_pair<S, C, NV, 6>(qt, es, kb, stride, j0, j1, e, t1, t3);
+    lane_pair<S, C, NV, 1>(qt, es, kb, stride, j0, j1, e, t1, t3);
+    lane_pair<S, C, NV, 5>(qt, es, kb, stride, j0, j1, e, t1, t3);
+    lane_pair<S, C, NV, 3>(qt, es, kb, stride, j0, j1, e, t1, t3);
+    lane_pair<S, C, NV, 7>(qt, es, kb, stride, j0, j1, e, t1, t3);
+  }
+}
+
+template <class S, int C>
+void lane_block_scores(const float* qt, int es, int nv, const float* kb, int stride, int nb, float* e) {
+  constexpr int kSets = S::kTileBudget < 24 ? 1 : C <= 2 ? 4 : C == 4 ? 2 : 1;  // 2*C*kSets query rows in registers: 16
+  int v = 0;
+  for (; v + kSets <= nv; v += kSets) lane_scores<S, C, kSets>(qt + v * kLanes, es, kb, stride, nb, e + v * kLanes);
+  for (; v < nv; ++v) lane_scores<S, C, 1>(qt + v * kLanes, es, kb, stride, nb, e + v * kLanes);
+}
+
+// Steps 1-4 and 6 of K4 on one block for lane set v's states, their raw dots in e[j*es] (lane s
+// = state s), key count nb(s) as a float in lane s of nbf (<= 0: the state has no key here and
+// keeps its m, l). Per lane: scale; mb = e_0, then mb = mb < e_j ? e_j : mb for j < nb(s);
+// m' = m < mb ? mb : m; alpha = exp(m - m'); e_j = exp(e_j - m'); l = l*alpha, then l = l + e_j
+// for j < nb(s) in key order; m = m'. kFull: every state of the lane set has nb_max keys (lanes
+// past the item's states may compute anything: nothing reads them). No mask (L3: scalar path).
+template <class S, bool kFull>
+void lane_softmax(float* e, int es, int nb_max, typename S::V nbf, float scale, float* m, float* l, float* alpha) {
+  using V = typename S::V;
+  const V vs = S::set1(scale), zero = S::zero();
+  V mb = S::mul(S::load(e), vs);
+  S::store(e, mb);
+  for (int j = 1; j < nb_max; ++j) {
+    float* ej = e + static_cast<size_t>(j) * es;
+    const V x = S::mul(S::load(ej), vs);
+    S::store(ej, x);
+    const V mx = S::select_lt(mb, x, x, mb);
+    mb = kFull ? mx : S::select_lt(S::set1(static_cast<float>(j)), nbf, mx, mb);
+  }
+  const V mo = S::load(m), mn = S::select_lt(mo, mb, mb, mo);
+  const V al = S::exp(S::sub(mo, mn));
+  S::store(alpha, al);
+  V lv = S::mul(S::load(l), al);
+  if constexpr (kFull) {
+    S::store(m, mn);
+  } else {
+    S::store(m, S::select_lt(zero, nbf, mn, mo));
+    lv = S::select_lt(zero, nbf, lv, S::load(l));
+  }
+  for (int j = 0; j < nb_max; ++j) {
+    float* ej = e + static_cast<size_t>(j) * es;
+    const V x = S::exp(S::sub(S::load(ej), mn));
+    S::store(ej, x);
+    lv = kFull ? S::add(lv, x) : S::select_lt(S::set1(static_cast<float>(j)), nbf, S::add(lv, x), lv);
+  }
+  S::store(l, lv);
+}
+
+// One attention item (K4) with its rows x group states in lanes; head_dim = 16*C, no mask,
+// rows*group <= kMaxAttnStates. Per block: the scores of every key for all states, then the
+// softmax per lane set, then the value sums (accumulate_item, as the scalar path).
+template <class S, int C>
+void attention_lanes(const AttnArgs& a) {
+  constexpr int hd = C * kLanes;
+  const int G = a.group, n_states = a.rows * G, nv = (n_states + kLanes - 1) / kLanes, es = nv * kLanes;
+  alignas(64) float qt[kLaneMaxHeadDim * kMaxAttnStates];
+  alignas(64) float e[kKeyBlock * kMaxAttnStates];
+  alignas(64) float m[kMaxAttnStates], l[kMaxAttnStates], alpha[kMaxAttnStates], nbf[kMaxAttnStates];
+  auto q_of = [&](int s) { return a.q + (s / G) * a.q_stride + static_cast<size_t>(s % G) * hd; };
+  auto out_of = [&](int s) { return a.out + (s / G) * a.out_stride + static_cast<size_t>(s % G) * hd; };
+  for (int s = 0; s < es; ++s) {  // lanes past n_states: zero queries, never in a block
+    const float* q = s < n_states ? q_of(s) : nullptr;
+    for (int d = 0; d < hd; ++d) qt[d * es + s] = q != nullptr ? q[d] : 0.0f;
+    m[s] = -INFINITY;
+    l[s] = 0.0f;
+  }
+  for (int s = 0; s < n_states; ++s) std::fill_n(out_of(s), hd, 0.0f);
+  const int n_last = a.pos + a.rows;  // keys of the last token
+  for (int b0 = 0; b0 < n_last; b0 += kKeyBlock) {
+    const float* kb = a.k + static_cast<size_t>(b0) * a.stride;
+    const float* vb = a.v + static_cast<size_t>(b0) * a.stride;
+    auto nb_of = [&](int s) { return s < n_states ? std::max(0, std::min(kKeyBlock, a.pos + s / G + 1 - b0)) : 0; };
+    const int nb_max = nb_of(n_states - 1);
+    for (int s = 0; s < es; ++s) nbf[s] = static_cast<float>(nb_of(s));
+    lane_block_scores<S, C>(qt, es, nv, kb, a.stride, nb_max, e);
+    for (int v = 0; v < nv; ++v) {
+      bool full = true;  // every state of the lane set has all nb_max keys
+      for (int s = v * kLanes; s < std::min(n_states, (v + 1) * kLanes); ++s) full = full && nb_of(s) == nb_max;
+      float* ev = e + v * kLanes;
+      const typename S::V nbv = S::load(nbf + v * kLanes);
+      if (full) lane_softmax<S, true>(ev, es, nb_max, nbv, a.scale, m + v * kLanes, l + v * kLanes, alpha + v * kLanes);
+      else lane_softmax<S, false>(ev, es, nb_max, nbv, a.scale, m + v * kLanes, l + v * kLanes, alpha + v * kLanes);
+    }
+    accumulate_item<S>(n_states, nb_of, out_of, vb, a.stride, e, 1, es, alpha, hd);
+  }
+  for (int s = 0; s < n_states; ++s) {
+    float* out = out_of(s);
+    const typename S::V vl = S::set1(l[s]);
+    for (int i = 0; i < hd; i += kLanes) S::store(out + i, S::div(S::load(out + i), vl));
+  }
+}
+
 // Flash-style attention (K4) of the item's rows x group query heads ("states") over keys in
 // blocks anchored at absolute position 0. Per block, the states' scores, then their softmax
 // steps, then their value sums; the first and last go through the block in chunks of 8 keys,
 // all states per chunk, so that a chunk of cache rows is read from memory once for all of them.
 // Each state still runs exactly K4's operations in K4's order on its own data: its bits are
-// those it gets alone. out = acc / l at the end.
+// those it gets alone. out = acc / l at the end. Items of kLaneMinStates states or more without
+// a mask, head_dim 32, 64 or 128, take the lane path (attention_lanes): same bits, faster.
 template <class S>
 void attention(const AttnArgs& a) {
   const int hd = a.head_dim;
@@ -394,6 +594,14 @@ void attention(const AttnArgs& a) {
       attention<S>(b);
     }
     return;
+  }
+  if (a.mask == nullptr && a.rows * a.group >= kLaneMinStates) {  // many states: the lane path
+    switch (hd) {
+      case 32: return attention_lanes<S, 2>(a);
+      case 64: return attention_lanes<S, 4>(a);
+      case 128: return attention_lanes<S, 8>(a);
+      default: break;
+    }
   }
   constexpr int kChunk = 8;
   const int G = a.group, n_states = a.rows * G;
@@ -435,21 +643,7 @@ void attention(const AttnArgs& a) {
       }
       s += u;
     }
-    for (int s = 0; s < n_states;) {  // runs of up to 4 states with the same keys share each v_p load
-      const int nb = nb_of(s);
-      int u = 1;
-      while (u < 4 && s + u < n_states && nb_of(s + u) == nb) ++u;
-      if (nb > 0) {
-        float* outs[4];
-        const float* es[4];
-        for (int x = 0; x < u; ++x) {
-          outs[x] = out_of(s + x);
-          es[x] = e[s + x];
-        }
-        accumulate_states<S>(u, outs, vb, a.stride, es, nb, alpha + s, hd);
-      }
-      s += u;
-    }
+    accumulate_item<S>(n_states, nb_of, out_of, vb, a.stride, &e[0][0], kKeyBlock, 1, alpha, hd);
   }
   for (int s = 0; s < n_states; ++s) {
     float* out = out_of(s);

@@ -30,6 +30,9 @@ struct Portable {
   static V mul(const V& a, const V& b) { return map([&](int l) { return a.v[l] * b.v[l]; }); }
   static V div(const V& a, const V& b) { return map([&](int l) { return a.v[l] / b.v[l]; }); }
   static V exp(const V& a) { return map([&](int l) { return akv::exp(a.v[l]); }); }
+  static V select_lt(const V& x, const V& y, const V& a, const V& b) {
+    return map([&](int l) { return x.v[l] < y.v[l] ? a.v[l] : b.v[l]; });
+  }
   static float reduce(V a) {
     for (int w = kLanes / 2; w >= 1; w /= 2)
       for (int l = 0; l < w; ++l) a.v[l] = a.v[l] + a.v[l + w];
