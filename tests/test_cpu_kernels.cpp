@@ -74,9 +74,8 @@ void spec_attention(const float* q, const float* k, const float* v, float* out, 
   for (int i = 0; i < hd; ++i) out[i] = acc[i] / l;
 }
 
-class CpuKernels : public ::testing::TestWithParam<BackendCase> {
+class CpuKernels : public VariantTest {
  protected:
-  void SetUp() override { AKV_SKIP_UNSUPPORTED(GetParam()); }
   const cpu::Kernels& K() const { return cpu::kernels_for(cpu::parse_isa(GetParam().isa)); }
 };
 
@@ -387,14 +386,14 @@ TEST_P(K12_WithinBounds, RopeAndSwigluAreBitwiseTheReference) {
     auto x = fam_values(f, 3 * 64, seed), y = x;
     K().rope(x.data(), 3, 64, t.cos_at(pos), t.sin_at(pos));
     ref::rope(y.data(), 3, 64, t.cos_at(pos), t.sin_at(pos));
-    RC_ASSERT(same_bits(x, y));
+    RC_ASSERT(check::same_bits(x, y));
     const int n = *rc::gen::inRange(1, 700);
     const float gs = *rc::gen::element(1.0f, 20.0f, 100.0f);
     const auto g = fam_values(f, n, seed + 1, gs), u = fam_values(Fam::kPlain, n, seed + 2);
     std::vector<float> a(n), b(n);
     K().swiglu(a.data(), g.data(), u.data(), n);
     ref::swiglu(b.data(), g.data(), u.data(), n);
-    RC_ASSERT(same_bits(a, b));
+    RC_ASSERT(check::same_bits(a, b));
   });
 }
 
@@ -466,11 +465,11 @@ TEST_P(K12_WithinBounds, LogitsWithinTwiceB9) {
   c.print(GetParam().isa + " K12 logits (B9)");
 }
 
-INSTANTIATE_TEST_SUITE_P(, K7_VectorExp, ::testing::ValuesIn(cpu_cases()), case_name);
-INSTANTIATE_TEST_SUITE_P(, K2_CanonicalDot, ::testing::ValuesIn(cpu_cases()), case_name);
-INSTANTIATE_TEST_SUITE_P(, K3_RMSNorm, ::testing::ValuesIn(cpu_cases()), case_name);
-INSTANTIATE_TEST_SUITE_P(, K1_Matmul, ::testing::ValuesIn(cpu_cases()), case_name);
-INSTANTIATE_TEST_SUITE_P(, K5_RoPE, ::testing::ValuesIn(cpu_cases()), case_name);
-INSTANTIATE_TEST_SUITE_P(, K6_Elementwise, ::testing::ValuesIn(cpu_cases()), case_name);
-INSTANTIATE_TEST_SUITE_P(, K4_Attention, ::testing::ValuesIn(cpu_cases()), case_name);
-INSTANTIATE_TEST_SUITE_P(, K12_WithinBounds, ::testing::ValuesIn(cpu_cases()), case_name);
+INSTANTIATE_TEST_SUITE_P(, K7_VectorExp, ::testing::ValuesIn(cpu_isa_variants()), variant_name);
+INSTANTIATE_TEST_SUITE_P(, K2_CanonicalDot, ::testing::ValuesIn(cpu_isa_variants()), variant_name);
+INSTANTIATE_TEST_SUITE_P(, K3_RMSNorm, ::testing::ValuesIn(cpu_isa_variants()), variant_name);
+INSTANTIATE_TEST_SUITE_P(, K1_Matmul, ::testing::ValuesIn(cpu_isa_variants()), variant_name);
+INSTANTIATE_TEST_SUITE_P(, K5_RoPE, ::testing::ValuesIn(cpu_isa_variants()), variant_name);
+INSTANTIATE_TEST_SUITE_P(, K6_Elementwise, ::testing::ValuesIn(cpu_isa_variants()), variant_name);
+INSTANTIATE_TEST_SUITE_P(, K4_Attention, ::testing::ValuesIn(cpu_isa_variants()), variant_name);
+INSTANTIATE_TEST_SUITE_P(, K12_WithinBounds, ::testing::ValuesIn(cpu_isa_variants()), variant_name);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cross_support.hpp"
+#include "harness_support.hpp"
 #include "optimized/cuda/arith/attention.hpp"
 #include "optimized/cuda/arith/elementwise.hpp"
 #include "optimized/cuda/arith/rmsnorm.hpp"
@@ -21,12 +22,9 @@
 
 using namespace akv;
 namespace emu = akv::cuda::emu;
+using test::same_bits;
 
 namespace {
-
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
 
 // Deterministic values: small integers in [-r, r] (exact products and sums), or arbitrary
 // floats of magnitude about `scale` (integer / 2^k plus odd low bits).
@@ -294,14 +292,14 @@ TEST(G11_WithinBounds, RopeAndSwigluAreBitwiseTheReference) {
     auto x = fam_values(f, 3 * 64, seed), y = x;
     emu::rope_rows(x.data(), 1, 3, 64, pos, t.cos.data(), t.sin.data());
     ref::rope(y.data(), 3, 64, t.cos_at(pos), t.sin_at(pos));
-    RC_ASSERT(same_bits(x, y));
+    RC_ASSERT(check::same_bits(x, y));
     const int n = *rc::gen::inRange(1, 700);
     const float gs = *rc::gen::element(1.0f, 20.0f, 100.0f);
     const auto g = fam_values(f, n, seed + 1, gs), u = fam_values(Fam::kPlain, n, seed + 2);
     std::vector<float> a(n), b(n);
     for (int j = 0; j < n; ++j) a[j] = cuda::swiglu(g[j], u[j]);
     ref::swiglu(b.data(), g.data(), u.data(), n);
-    RC_ASSERT(same_bits(a, b));
+    RC_ASSERT(check::same_bits(a, b));
   });
 }
 
