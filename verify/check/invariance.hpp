@@ -42,7 +42,7 @@ Report earlier_work_changes_nothing(const Variant& v);
 Report batch_equals_alone(const Variant& v);
 
 /// The cpu backend at v.threads threads gives the bits of the same ISA at one thread (small,
-/// 100 tokens, calls of 70, 1, 29). Skipped for backends without threads.
+/// 100 tokens, calls of 70, 1, 29). Skipped for backends without threads and for one thread.
 Report threads_change_nothing(const Variant& v);
 
 /// Evicting `evict` (span indexes of `spans`, span id = index) from a session of all spans

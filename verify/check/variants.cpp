@@ -15,7 +15,7 @@ std::unique_ptr<Backend> Variant::make(std::shared_ptr<const Model> model) const
   BackendOptions o;
   if (!isa.empty()) o.isa = isa;
   o.threads = threads;
-  auto b = make_backend(backend, std::move(model), o);
+  auto b = factory ? factory(std::move(model)) : make_backend(backend, std::move(model), o);
   b->set_scratch_poison(std::numeric_limits<float>::quiet_NaN());
   return b;
 }
@@ -24,15 +24,15 @@ std::vector<Variant> variants(const std::string& backend) {
   const std::vector<std::string> built = backend_names();
   const auto here = [&](const std::string& n) { return std::find(built.begin(), built.end(), n) != built.end(); };
   std::vector<Variant> all;
-  all.push_back({"reference", "reference", "", 0, false, ""});
+  all.push_back({"reference", "reference", "", 0, false, "", {}});
   for (cpu::Isa i : cpu::all_isas())
     for (int t : kCpuThreads) {
       const std::string isa = cpu::isa_name(i);
       all.push_back({isa + "_t" + std::to_string(t), "cpu", isa, t, i != cpu::Isa::kPortable,
-                     cpu::isa_supported(i) ? "" : "this CPU lacks " + isa});
+                     cpu::isa_supported(i) ? "" : "this CPU lacks " + isa, {}});
     }
-  all.push_back({"cuda_emu", "cuda-emu", "", 0, false, here("cuda-emu") ? "" : "cuda-emu is not in this build"});
-  all.push_back({"cuda", "cuda", "", 0, true, here("cuda") ? "" : "the cuda backend is not in this build, or no CUDA device is present"});
+  all.push_back({"cuda_emu", "cuda-emu", "", 0, false, here("cuda-emu") ? "" : "cuda-emu is not in this build", {}});
+  all.push_back({"cuda", "cuda", "", 0, true, here("cuda") ? "" : "the cuda backend is not in this build, or no CUDA device is present", {}});
   if (backend.empty()) return all;
   std::vector<Variant> out;
   for (const Variant& v : all)

@@ -2,6 +2,7 @@
 // each ISA it knows times thread counts; cuda-emu; cuda. A variant this build or machine
 // cannot run stays listed with the reason, so a suite reports it skipped, never passed.
 #pragma once
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -18,14 +19,18 @@ struct Variant {
   int threads = 0;          // cpu: the thread count (>= 1); 0 for backends without threads
   bool fast = false;        // a SIMD or device path: the checks add their larger-model cases
   std::string unavailable;  // "" when this build and machine run it; else why not
+  /// When set, make() builds the backend with it instead of by name (a plugin, or a
+  /// deliberately broken backend that the checks must catch).
+  std::function<std::unique_ptr<Backend>(std::shared_ptr<const Model>)> factory;
 
   /// A fresh backend of this variant on `model`, scratch poisoned with NaN (tests, spec I1).
   /// Error(kBackendUnavailable) naming `unavailable` when it cannot run here.
   std::unique_ptr<Backend> make(std::shared_ptr<const Model> model) const;
 };
 
-/// Thread counts of the cpu variants: 1 (no split), 2 (the default), 3 (uneven panel ranges).
-inline constexpr int kCpuThreads[] = {1, 2, 3};
+/// Thread counts of the cpu variants: 2 (the default) and 3 (uneven panel ranges). One thread
+/// (no split) is the baseline threads_change_nothing compares both with.
+inline constexpr int kCpuThreads[] = {2, 3};
 
 /// Every variant akv knows, in a stable order (reference, cpu by ISA then threads, cuda-emu,
 /// cuda), or those of one backend name when `backend` is not empty; available or not.
