@@ -34,12 +34,4 @@ inline std::vector<float> randu(size_t n, uint64_t seed, float lo = -1.0f, float
   return v;
 }
 
-/// Small integers in [-k, k] as floats: their products and sums are exact in any order.
-inline std::vector<float> randi(size_t n, uint64_t seed, int k) {
-  SplitMix64 g{seed * 0x9E3779B97F4A7C15ull + 11};
-  std::vector<float> v(n);
-  for (float& x : v) x = static_cast<float>(static_cast<int>(g.next() % (2 * k + 1)) - k);
-  return v;
-}
-
 }  // namespace akv::test

@@ -60,7 +60,7 @@ TEST(G11_WithinEnclosure, TinyConversationLogitsWithinB11OfExact) {
 TEST(G11_VsReference, ObservedMaxAbsDiffIsReported) {
   // The emulation is not the reference (different reduction orders: G2, G3, G5), so bits differ;
   // how far they are end to end is reported: the proven bounds are asserted per op
-  // (G11_WithinBounds, test_cuda_arith.cpp) and end to end on tiny against the exact logits
+  // (G11_Bounds, test_op_checks.cpp) and end to end on tiny against the exact logits
   // (G11_WithinEnclosure); B11 is too loose on small to be a gate. Both must be finite.
   for (const char* cfg : {"tiny", "small"}) {
     auto model = make_model(config_by_name(cfg), 1);

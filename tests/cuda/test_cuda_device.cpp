@@ -196,13 +196,13 @@ TEST(G8_MirrorCases, CopiedAndAlternatingSessionsAndForeignWrites) {
 
 TEST(G11_DeviceVsReference, ObservedMaxAbsDiffIsReported) {
   // End to end: reported (B11 is vacuous after one token). The per-op bounds hold on the
-  // device because it runs cuda-emu's bits (G10), where G11_WithinBounds asserts them.
+  // device because it runs cuda-emu's bits (G10), where G11_Bounds asserts them.
   AKV_REQUIRE_DEVICE();
   for (const char* cfg : {"tiny", "small"}) {
     auto model = make_model(config_by_name(cfg), 1);
     auto ref = make_reference_backend(model), dev = poisoned(make_cuda_backend(model));
     const auto toks = test::tokens(400, 31, model->config.vocab);
-    const test::ChunkedRun a = run_chunked(*ref, toks, {400}), b = run_chunked(*dev, toks, {400});
+    const check::Run a = run_chunked(*ref, toks, {400}), b = run_chunked(*dev, toks, {400});
     const Diff d = compare(a.logits, b.logits);
     EXPECT_TRUE(std::isfinite(d.max_abs));
     EXPECT_FALSE(d.bitwise_equal);

@@ -2,7 +2,10 @@
 // did not apply. A check that compared nothing has not passed (spec: never vacuously).
 #pragma once
 #include <string>
+#include <utility>
 #include <vector>
+
+#include "verify/check/closeness.hpp"
 
 namespace akv::check {
 
@@ -10,6 +13,7 @@ struct Report {
   long compared = 0;                  // comparisons made (each an assertion that could fail)
   std::vector<std::string> failures;  // one line each
   std::string skipped;                // non-empty: the check does not apply, and why
+  std::vector<std::pair<std::string, Closeness>> observed;  // tallies to report beside the verdict
 
   /// Counts one comparison; records `what` (prefixed by `context`) when `ok` is false.
   void expect(bool ok, const std::string& what, const std::string& context = "") {
@@ -23,6 +27,7 @@ struct Report {
   void merge(const Report& r) {
     compared += r.compared;
     failures.insert(failures.end(), r.failures.begin(), r.failures.end());
+    observed.insert(observed.end(), r.observed.begin(), r.observed.end());
   }
 };
 
