@@ -16,6 +16,8 @@
 #include "reference/chat.hpp"
 #include "reference/model.hpp"
 #include "reference/session.hpp"
+#include "verify/check/models.hpp"
+#include "verify/check/run.hpp"
 #include "verify/compare.hpp"
 #include "verify/digest.hpp"
 
@@ -38,11 +40,8 @@ inline std::vector<std::string> bundled_conversations() {
   return out;
 }
 
-/// The tiny model with weight seed 1, built once per process.
-inline std::shared_ptr<const Model> tiny() {
-  static auto m = make_model(config_by_name("tiny"), 1);
-  return m;
-}
+/// The tiny model with weight seed 1, built once per process (the harness's).
+inline std::shared_ptr<const Model> tiny() { return check::tiny_model(); }
 
 /// The spans (one per message) of a bundled conversation.
 inline std::vector<std::vector<Token>> spans_of(const std::string& file) {
@@ -81,48 +80,7 @@ inline Session built(const std::string& file, const std::set<size_t>& skip = {})
   return it->second;
 }
 
-/// Deterministic token sequence of length n over the whole vocabulary.
-inline std::vector<Token> tokens(size_t n, uint32_t seed, int vocab) {
-  std::vector<Token> t(n);
-  uint32_t x = seed * 2654435761u + 1;
-  for (auto& v : t) {
-    x = x * 1664525u + 1013904223u;
-    v = static_cast<Token>((x >> 8) % static_cast<uint32_t>(vocab));
-  }
-  return t;
-}
-
-/// A cache and the logit rows (n, vocab) of tokens run through a backend.
-struct ChunkedRun {
-  KVCache cache;
-  std::vector<float> logits;
-};
-
-/// Runs `toks` through `be` on a fresh cache in calls of the given sizes (summing to
-/// toks.size()): the chunking under test in every I1 check.
-inline ChunkedRun run_chunked(Backend& be, const std::vector<Token>& toks, const std::vector<size_t>& chunks) {
-  const Config& c = be.model().config;
-  ChunkedRun r{KVCache(c), std::vector<float>(toks.size() * c.vocab)};
-  size_t at = 0;
-  for (size_t m : chunks) {
-    if (m > toks.size() - at) {  // a bad chunk list is the test's bug: fail, never overrun
-      ADD_FAILURE() << "run_chunked: the chunks sum past the " << toks.size() << " tokens";
-      break;
-    }
-    be.forward(r.cache, std::span<const Token>(toks).subspan(at, m),
-               std::span<float>(r.logits).subspan(at * c.vocab, m * c.vocab));
-    at += m;
-  }
-  EXPECT_EQ(at, toks.size());
-  return r;
-}
-
-/// Same K/V bytes (digest) and same logit rows (memcmp, max|delta| == 0).
-inline void expect_bitwise(const ChunkedRun& a, const ChunkedRun& b) {
-  EXPECT_EQ(cache_sha256(a.cache), cache_sha256(b.cache));
-  const Diff d = compare(a.logits, b.logits);
-  EXPECT_TRUE(d.bitwise_equal);
-  EXPECT_EQ(d.max_abs, 0.0f);
-}
+/// Deterministic token sequence of length n over the whole vocabulary (the harness's).
+using check::tokens;
 
 }  // namespace akv::test

@@ -5,18 +5,17 @@
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
 
 #include "bounds_support.hpp"
-#include "cross_support.hpp"
-#include "optimized/cpu/kernels.hpp"
-#include "optimized/cuda/arith/hd.hpp"
-#include "optimized/cuda/emu/emu_ops.hpp"
+#include "harness_support.hpp"
 #include "reference/ops.hpp"
 #include "reference/rope.hpp"
 #include "verify/bounds/op_bounds.hpp"
+#include "verify/check/op_checks.hpp"
 #include "verify/oracle/exact_sum.hpp"
 #include "verify/oracle/real.hpp"
 
@@ -268,80 +267,40 @@ RC_GTEST_PROP(B10_CrossBackend, SecondOrderWithinBoundAndTwiceBoundOfReference, 
 }
 
 namespace {
+// B14 against the exact value, written once (verify/check/op_checks), per op table.
+class ExactAttention : public test::OpTableTest {};
 
-// One head's attention three ways on the same inputs: the reference (M9), the cpu backend's
-// online-softmax kernel (K4, portable: every ISA gives its bits) and cuda-emu's split-KV (G5).
-struct ThreeWays {
-  std::vector<float> ref, online, split;
-};
-ThreeWays attention_three_ways(const test::AttnInput& a) {
-  ThreeWays t{std::vector<float>(a.d), std::vector<float>(a.d), std::vector<float>(a.d)};
-  std::vector<float> att(a.n);
-  ref::attention_head(t.ref.data(), a.q.data(), a.k.data(), a.v.data(), a.n, a.d, a.d, att.data());
-  cpu::AttnArgs args{a.q.data(), a.k.data(), a.v.data(), t.online.data(), a.n - 1, a.d, a.d, 1,
-                     1.0f / std::sqrt(static_cast<float>(a.d))};
-  cpu::kernels_portable().attention(args);
-  cuda::emu::attention_rows(t.split.data(), a.q.data(), a.k.data(), a.v.data(), 1, a.n - 1, 1, 1, a.d);
-  return t;
+// Increasing scores p / (64 sqrt 8), p < 640: the running max rises in every block, so every
+// block rescales l and acc by alpha < 1 (K4 step 3-5).
+check::AttnInput increasing_scores() {
+  const int n = 640, d = 8;
+  check::AttnInput a = check::attn_input(n, d, 1.0f, check::Fam::kPlain, check::Fam::kPlain, 7);
+  std::fill(a.q.begin(), a.q.end(), 0.0f);
+  a.q[0] = 1.0f;
+  for (int p = 0; p < n; ++p) a.k[static_cast<size_t>(p) * d] = static_cast<float>(p) / 64.0f;
+  return a;
 }
-
-// The exact attention output (MPFR, B12) and each kernel's distance to it against its B14
-// bound; all three bounds must be finite (a vacuous bound checks nothing). Returns "" or what
-// failed.
-std::string check_b14_against_exact(const test::AttnInput& a, test::Closeness* tally) {
-  const ThreeWays t = attention_three_ways(a);
-  std::vector<Real> q = test::to_real(a.q), k = test::to_real(a.k), v = test::to_real(a.v), ex(a.d), att(a.n);
-  ref::attention_head(ex.data(), q.data(), k.data(), v.data(), a.n, a.d, a.d, att.data());
-  const auto br = attention_bounds(a.q.data(), a.k.data(), a.v.data(), a.n, a.d, a.d, attn_rounding_reference(a.n));
-  const auto bo = attention_bounds(a.q.data(), a.k.data(), a.v.data(), a.n, a.d, a.d, attn_rounding_online(a.n, cpu::kKeyBlock));
-  const auto bs = attention_bounds(a.q.data(), a.k.data(), a.v.data(), a.n, a.d, a.d, attn_rounding_split(a.n, cuda::kKvSplit));
-  for (int i = 0; i < a.d; ++i) {
-    const double er = oracle::abs_err_up(t.ref[i], ex[i]), eo = oracle::abs_err_up(t.online[i], ex[i]),
-                 es = oracle::abs_err_up(t.split[i], ex[i]);
-    const std::string at = " at element " + std::to_string(i) + " of n = " + std::to_string(a.n) + ", d = " + std::to_string(a.d);
-    if (!(std::isfinite(br[i]) && std::isfinite(bo[i]) && std::isfinite(bs[i]))) return "a bound is not finite" + at;
-    if (!within(er, br[i])) return "reference: error " + std::to_string(er) + " > bound " + std::to_string(br[i]) + at;
-    if (!within(eo, bo[i])) return "online (K4): error " + std::to_string(eo) + " > bound " + std::to_string(bo[i]) + at;
-    if (!within(es, bs[i])) return "split (G5): error " + std::to_string(es) + " > bound " + std::to_string(bs[i]) + at;
-    if (tally) tally[0].add(er, 0, br[i]), tally[1].add(eo, 0, bo[i]), tally[2].add(es, 0, bs[i]);
-  }
-  return "";
-}
-
 }  // namespace
 
-TEST(B14_AttentionBound, EveryConformingKernelWithinItsBoundOfExact) {
+TEST_P(ExactAttention, WithinItsBoundOfExact) {
   // Random and adversarial heads (near-uniform scores with subnormal products, scores spread
   // over hundreds so exps underflow, cancelling keys, values of every family), n <= 300 keys
   // (up to 5 online blocks / splits), against MPFR.
-  test::Closeness tally[3];
-  test::check_property("B14_AttentionBound/exact", [&] {
-    const int n = *rc::gen::inRange(1, 301), d = *rc::gen::element(8, 16, 32);
-    const float qs = *rc::gen::element(0x1p-70f, 1.0f, 8.0f, 40.0f);
-    const auto kf = *rc::gen::element(test::Fam::kPlain, test::Fam::kCancel);
-    const auto a = test::attn_input(n, d, qs, kf, *test::gen_fam(), *rc::gen::inRange<uint64_t>(0, 1u << 30));
-    const std::string failed = check_b14_against_exact(a, tally);
-    if (!failed.empty()) RC_FAIL(failed);
-  });
-  tally[0].print("B14 reference vs exact");
-  tally[1].print("B14 online (K4) vs exact");
-  tally[2].print("B14 split (G5) vs exact");
+  test::expect_passed(check::attention_within_b14_of_exact(table()));
 }
 
-TEST(B14_AttentionBound, LongReductionsWithinBoundOfExact) {
+TEST_P(ExactAttention, LongReductionsWithinBoundOfExact) {
   // 2048 and 4100 keys (32 and 65 blocks: 31 and 64 rescalings of the first block's weights),
-  // plain and cancelling values.
-  test::Closeness tally[3];
-  for (int n : {2048, 4100})
-    for (auto vf : {test::Fam::kPlain, test::Fam::kCancel, test::Fam::kDeep}) {
-      const auto a = test::attn_input(n, 8, 1.0f, test::Fam::kPlain, vf, static_cast<uint64_t>(n) + static_cast<int>(vf));
-      EXPECT_EQ(check_b14_against_exact(a, tally), "") << test::fam_name(vf);
-    }
-  EXPECT_GT(tally[1].nonzero, 0);  // the kernels round: the case is not exact
-  tally[0].print("B14 long, reference vs exact");
-  tally[1].print("B14 long, online (K4) vs exact");
-  tally[2].print("B14 long, split (G5) vs exact");
+  // plain, cancelling and deep-underflow values.
+  test::expect_passed(check::attention_long_within_b14_of_exact(table()));
 }
+
+TEST_P(ExactAttention, OnlineRescalingWithinBoundOfExact) {
+  // A rescaling in every block, each counted by the bound (OnlineRescalingIsCountedNotAssumedAway).
+  EXPECT_EQ(check::attention_vs_exact(table(), increasing_scores(), nullptr), "");
+}
+
+INSTANTIATE_TEST_SUITE_P(B14_AttentionBound, ExactAttention, ::testing::ValuesIn(check::op_tables()), test::op_table_name);
 
 TEST(B14_AttentionBound, OnlineRescalingIsCountedNotAssumedAway) {
   // Increasing scores: the running max rises in every block, so every block rescales l and acc
@@ -353,12 +312,8 @@ TEST(B14_AttentionBound, OnlineRescalingIsCountedNotAssumedAway) {
   EXPECT_EQ(r3.k, 4096 + 63);
   EXPECT_EQ(attn_rounding_split(4096, 64).k, 64 + 64);
   EXPECT_EQ(attn_rounding_reference(10).k, 12);
-  const int n = 640, d = 8;
-  test::AttnInput a = test::attn_input(n, d, 1.0f, test::Fam::kPlain, test::Fam::kPlain, 7);
-  std::fill(a.q.begin(), a.q.end(), 0.0f);
-  a.q[0] = 1.0f;
-  for (int p = 0; p < n; ++p) a.k[static_cast<size_t>(p) * d] = static_cast<float>(p) / 64.0f;  // score p / (64 sqrt 8)
-  EXPECT_EQ(check_b14_against_exact(a, nullptr), "");
+  const check::AttnInput a = increasing_scores();
+  const int n = a.n, d = a.d;
   // The bound grows with the rescalings it must cover.
   const auto b0 = attention_bounds(a.q.data(), a.k.data(), a.v.data(), n, d, d, {n, 0, n});
   const auto b9 = attention_bounds(a.q.data(), a.k.data(), a.v.data(), n, d, d, {n, 9, n});

@@ -1,54 +1,81 @@
-// I1 for the reference backend (spec/theorems.md I1): a token's bits depend on the token
-// sequence up to it and nothing else: not the chunking, not scratch contents, not earlier work.
+// Invariance on every backend variant (spec/theorems.md I1, E1; spec/kernels-cpu.md K8, K9,
+// K11; spec/kernels-cuda.md G7, G9): the checks of verify/check/invariance.hpp, written once,
+// instantiated per backend under its clause: I1_* the reference, K*_ the cpu backend on every
+// ISA and thread count, G*_ cuda-emu and cuda. A variant this machine lacks is SKIPPED.
 #include <gtest/gtest.h>
 
-#include <cstring>
-#include <limits>
-
+#include "harness_support.hpp"
 #include "support.hpp"
-#include "verify/compare.hpp"
-#include "verify/digest.hpp"
+#include "verify/check/invariance.hpp"
 
 using namespace akv;
-using test::expect_bitwise;
-using test::run_chunked;
+using test::expect_passed;
 
-TEST(I1_Invariance, OneCallVersusNMinusOneThenOneDecode) {
-  auto be = make_reference_backend(test::tiny());
-  const auto toks = test::tokens(300, 7, be->model().config.vocab);
-  expect_bitwise(run_chunked(*be, toks, {300}), run_chunked(*be, toks, {299, 1}));
+namespace {
+
+class Chunking : public test::VariantTest {};
+TEST_P(Chunking, OneCallEqualsNMinusOneThenOne) { expect_passed(check::one_call_equals_then_decode(variant())); }
+TEST_P(Chunking, ChunkingsEqualOneCall) { expect_passed(check::chunkings_equal_one_call(variant())); }
+TEST_P(Chunking, DecodeEqualsPrefill) { expect_passed(check::decode_equals_prefill(variant())); }
+TEST_P(Chunking, LongerThanOneInternalChunk) { expect_passed(check::longer_than_one_chunk(variant())); }
+TEST_P(Chunking, EarlierWorkChangesNothing) { expect_passed(check::earlier_work_changes_nothing(variant())); }
+
+class BatchAndThreads : public test::VariantTest {};
+TEST_P(BatchAndThreads, EachSessionOfABatchGetsItsAloneBits) { expect_passed(check::batch_equals_alone(variant())); }
+TEST_P(BatchAndThreads, ThreadCountChangesNothing) { expect_passed(check::threads_change_nothing(variant())); }
+
+class ScratchPoison : public test::VariantTest {};
+TEST_P(ScratchPoison, NaNOrGarbageScratchChangesNothing) { expect_passed(check::scratch_changes_nothing(variant())); }
+
+class EvictEqualsNever : public test::VariantTest {};
+TEST_P(EvictEqualsNever, BundledConversationsTinyModel) {
+  // The poisoned spans of four conversations (sessions on two backends), and single spans of
+  // four (both sessions on one backend).
+  for (const char* f : {"ad01_banking_ut0_gpt4omini.json", "ia01_dh_base_gmail_read_email.json",
+                        "ia02_dh_enhanced_evernote_search.json", "ja01_banking_bill_important_instructions.json"}) {
+    const auto conv = load_conversation(test::example(f));
+    ASSERT_FALSE(conv.poisoned.empty()) << f;
+    expect_passed(check::evict_equals_never(variant(), check::tiny_model(), test::spans_of(f),
+                                            {conv.poisoned.begin(), conv.poisoned.end()}, f));
+  }
+  for (const auto& [f, span] : {std::pair{"ja01_banking_bill_important_instructions.json", size_t{1}},
+                                std::pair{"ja03_clean_banking_march_spending.json", size_t{1}},
+                                std::pair{"ia02_dh_enhanced_evernote_search.json", size_t{2}},
+                                std::pair{"ia01_dh_base_gmail_read_email.json", size_t{2}}}) {
+    const auto spans = test::spans_of(f);
+    ASSERT_LT(span, spans.size()) << f;
+    expect_passed(check::evict_equals_never(variant(), check::tiny_model(), spans, {span},
+                                            std::string(f) + " span " + std::to_string(span), false));
+  }
 }
 
-TEST(I1_Invariance, ChunksOf64VersusOneCall) {
-  auto be = make_reference_backend(test::tiny());
-  const auto toks = test::tokens(512, 11, be->model().config.vocab);
-  expect_bitwise(run_chunked(*be, toks, {512}), run_chunked(*be, toks, std::vector<size_t>(8, 64)));
+TEST_P(EvictEqualsNever, BundledConversationsSmallModel) {
+  // The scalar paths (reference, portable, cuda-emu) take most of a minute here; the portable
+  // path's bits equal avx2's (K0_IsaAgree), so they run the tiny model's cases only.
+  if (!variant().fast) GTEST_SKIP() << "small-model eviction runs on the SIMD and device paths only (time budget); the tiny model covers " << variant().label;
+  for (const char* f : {"ia02_dh_enhanced_evernote_search.json", "ja01_banking_bill_important_instructions.json",
+                        "ad01_banking_ut0_gpt4omini.json"}) {
+    const auto conv = load_conversation(test::example(f));
+    ASSERT_FALSE(conv.poisoned.empty()) << f;
+    expect_passed(check::evict_equals_never(variant(), check::small_model(), test::spans_of(f),
+                                            {conv.poisoned.begin(), conv.poisoned.end()}, f));
+  }
 }
 
-TEST(I1_Invariance, TokenByTokenDecodeVersusPrefillOnSmall) {
-  auto be = make_reference_backend(make_model(config_by_name("small"), 3));
-  const auto toks = test::tokens(40, 5, be->model().config.vocab);
-  expect_bitwise(run_chunked(*be, toks, {40}), run_chunked(*be, toks, std::vector<size_t>(40, 1)));
-}
+}  // namespace
 
-TEST(I1_Invariance, ScratchContentsDoNotMatter) {
-  auto be = make_reference_backend(test::tiny());
-  const auto toks = test::tokens(200, 13, be->model().config.vocab);
-  be->set_scratch_poison(std::nullopt);
-  const test::ChunkedRun plain = run_chunked(*be, toks, {120, 80});
-  be->set_scratch_poison(std::numeric_limits<float>::quiet_NaN());
-  expect_bitwise(plain, run_chunked(*be, toks, {120, 80}));
-  be->set_scratch_poison(-3.0e38f);
-  expect_bitwise(plain, run_chunked(*be, toks, {200}));
-  be->set_scratch_poison(0.0f);
-  expect_bitwise(plain, run_chunked(*be, toks, {1, 199}));
-}
+INSTANTIATE_TEST_SUITE_P(I1_Invariance, Chunking, ::testing::ValuesIn(check::variants("reference")), test::variant_name);
+INSTANTIATE_TEST_SUITE_P(K9_Chunking, Chunking, ::testing::ValuesIn(check::variants("cpu")), test::variant_name);
+INSTANTIATE_TEST_SUITE_P(G7_Invariance, Chunking, ::testing::ValuesIn(test::cuda_variants()), test::variant_name);
 
-TEST(I1_Invariance, EarlierUnrelatedWorkDoesNotMatter) {
-  const auto toks = test::tokens(150, 17, test::tiny()->config.vocab);
-  auto fresh = make_reference_backend(test::tiny());
-  const test::ChunkedRun first = run_chunked(*fresh, toks, {150});
-  auto used = make_reference_backend(test::tiny());
-  run_chunked(*used, test::tokens(400, 99, test::tiny()->config.vocab), {400});  // unrelated session
-  expect_bitwise(first, run_chunked(*used, toks, {150}));
-}
+INSTANTIATE_TEST_SUITE_P(I1_BatchAndThreads, BatchAndThreads, ::testing::ValuesIn(check::variants("reference")), test::variant_name);
+INSTANTIATE_TEST_SUITE_P(K8_BatchAndThreads, BatchAndThreads, ::testing::ValuesIn(check::variants("cpu")), test::variant_name);
+INSTANTIATE_TEST_SUITE_P(G7_BatchAndThreads, BatchAndThreads, ::testing::ValuesIn(test::cuda_variants()), test::variant_name);
+
+INSTANTIATE_TEST_SUITE_P(I1_ScratchPoison, ScratchPoison, ::testing::ValuesIn(check::variants("reference")), test::variant_name);
+INSTANTIATE_TEST_SUITE_P(K11_ScratchPoison, ScratchPoison, ::testing::ValuesIn(check::variants("cpu")), test::variant_name);
+INSTANTIATE_TEST_SUITE_P(G7_ScratchPoison, ScratchPoison, ::testing::ValuesIn(test::cuda_variants()), test::variant_name);
+
+INSTANTIATE_TEST_SUITE_P(E1_EvictEqualsNever, EvictEqualsNever, ::testing::ValuesIn(check::variants("reference")), test::variant_name);
+INSTANTIATE_TEST_SUITE_P(K9_EvictEqualsNever, EvictEqualsNever, ::testing::ValuesIn(check::variants("cpu")), test::variant_name);
+INSTANTIATE_TEST_SUITE_P(G9_EvictEqualsNever, EvictEqualsNever, ::testing::ValuesIn(test::cuda_variants()), test::variant_name);

@@ -13,14 +13,17 @@
 #include "optimized/cuda/device/kernels.cuh"
 #include "optimized/cuda/emu/emu_backend.hpp"
 #include "optimized/cuda/emu/emu_ops.hpp"
+#include "harness_support.hpp"
 #include "support.hpp"
+#include "verify/check/invariance.hpp"
+#include "verify/check/run.hpp"
 #include "verify/backends.hpp"
 #include "verify/compare.hpp"
 #include "verify/digest.hpp"
 
 using namespace akv;
-using test::expect_bitwise;
-using test::run_chunked;
+using check::run_chunked;
+using check::run_diff;
 
 namespace {
 
@@ -51,7 +54,7 @@ TEST(G10_DeviceEqualsEmu, TinyAndSmallEveryChunking) {
     const auto toks = test::tokens(300, 7, model->config.vocab);
     for (const std::vector<size_t>& ch : {std::vector<size_t>{300}, {64, 1, 63, 100, 72}, {299, 1}}) {
       SCOPED_TRACE(cfg);
-      expect_bitwise(run_chunked(*dev, toks, ch), run_chunked(*emu, toks, ch));
+      EXPECT_EQ(run_diff(run_chunked(*dev, toks, ch), run_chunked(*emu, toks, ch)), "");
     }
   }
 }
@@ -127,41 +130,21 @@ TEST(G10_DeviceEqualsEmu, LongerThanOneChunk) {
   auto dev = poisoned(make_cuda_backend(model)), emu = poisoned(make_cuda_emu_backend(model));
   const size_t n = cuda::kMaxRows + 100;
   const auto toks = test::tokens(n, 9, model->config.vocab);
-  expect_bitwise(run_chunked(*dev, toks, {n}), run_chunked(*emu, toks, {n}));
+  EXPECT_EQ(run_diff(run_chunked(*dev, toks, {n}), run_chunked(*emu, toks, {n})), "");
 }
 
-TEST(G7_DeviceInvariance, PrefillChunksDecodeAndScratch) {
-  AKV_REQUIRE_DEVICE();
-  auto model = make_model(config_by_name("small"), 3);
-  auto dev = poisoned(make_cuda_backend(model));
-  const auto toks = test::tokens(cuda::kMaxRows + 70, 5, model->config.vocab);
-  ASSERT_EQ(toks.size(), 2118u);  // the chunk lists below sum to it
-  const test::ChunkedRun one = run_chunked(*dev, toks, {toks.size()});
-  expect_bitwise(one, run_chunked(*dev, toks, {1000, 1, 1047, 1, 20, 1, 1, 1, 1, 1, 44}));
-  dev->set_scratch_poison(-3.0e38f);
-  expect_bitwise(one, run_chunked(*dev, toks, {64, toks.size() - 64}));
-  dev->set_scratch_poison(std::nullopt);
-  expect_bitwise(one, run_chunked(*dev, toks, {toks.size() - 1, 1}));
-}
+// G7 on the device (chunkings, decode, scratch, a call longer than one chunk on small) runs
+// with every other variant in akv_tests: test_invariance.cpp, G7_*/cuda.
 
 class G8_Mirror : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(G8_Mirror, EvictEqualsNeverThroughSession) {
   AKV_REQUIRE_DEVICE();
+  // Both sessions on one device backend: its host mirror serves two caches in turn.
   const auto spans = test::spans_of(GetParam());
-  auto dev = poisoned(make_cuda_backend(test::tiny()));
-  for (size_t victim : {size_t{1}, spans.size() / 2, spans.size() - 1}) {
-    Session s(*dev), never(*dev);
-    test::build(s, spans);
-    test::build(never, spans, {victim});
-    EXPECT_NE(cache_sha256(s.cache()), cache_sha256(never.cache())) << victim;  // E2's control
-    s.evict(victim);
-    EXPECT_EQ(cache_sha256(s.cache()), cache_sha256(never.cache())) << victim;
-    EXPECT_TRUE(compare(s.logits(), never.logits()).bitwise_equal) << victim;
-    const auto la = s.append(100, spans.front()), lb = never.append(100, spans.front());
-    EXPECT_TRUE(compare(la, lb).bitwise_equal) << victim;
-    EXPECT_EQ(cache_sha256(s.cache()), cache_sha256(never.cache())) << victim;
-  }
+  for (size_t victim : {size_t{1}, spans.size() / 2, spans.size() - 1})
+    test::expect_passed(check::evict_equals_never(check::variant("cuda"), test::tiny(), spans, {victim},
+                                                  GetParam() + " span " + std::to_string(victim), false));
 }
 
 INSTANTIATE_TEST_SUITE_P(Bundled, G8_Mirror, ::testing::ValuesIn(test::bundled_conversations()),
@@ -213,13 +196,13 @@ TEST(G8_MirrorCases, CopiedAndAlternatingSessionsAndForeignWrites) {
 
 TEST(G11_DeviceVsReference, ObservedMaxAbsDiffIsReported) {
   // End to end: reported (B11 is vacuous after one token). The per-op bounds hold on the
-  // device because it runs cuda-emu's bits (G10), where G11_WithinBounds asserts them.
+  // device because it runs cuda-emu's bits (G10), where G11_Bounds asserts them.
   AKV_REQUIRE_DEVICE();
   for (const char* cfg : {"tiny", "small"}) {
     auto model = make_model(config_by_name(cfg), 1);
     auto ref = make_reference_backend(model), dev = poisoned(make_cuda_backend(model));
     const auto toks = test::tokens(400, 31, model->config.vocab);
-    const test::ChunkedRun a = run_chunked(*ref, toks, {400}), b = run_chunked(*dev, toks, {400});
+    const check::Run a = run_chunked(*ref, toks, {400}), b = run_chunked(*dev, toks, {400});
     const Diff d = compare(a.logits, b.logits);
     EXPECT_TRUE(std::isfinite(d.max_abs));
     EXPECT_FALSE(d.bitwise_equal);

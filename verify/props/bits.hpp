@@ -1,14 +1,7 @@
-// Bitwise equality of float vectors as a RapidCheck-friendly predicate.
+// The properties' bitwise equality is the harness's one same_bits (verify/check/same_bits.hpp).
 #pragma once
-#include <cstring>
-#include <vector>
+#include "verify/check/same_bits.hpp"
 
 namespace akv::prop {
-
-/// True when a and b have the same length and the same bytes (memcmp): NaNs with the same
-/// payload are equal, +0 and -0 are not.
-inline bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
-}
-
+using check::same_bits;
 }  // namespace akv::prop

@@ -6,7 +6,7 @@
 #include <mutex>
 
 #include "verify/backends.hpp"
-#include "verify/compare.hpp"
+#include "verify/check/same_bits.hpp"
 #include "verify/models.hpp"
 
 namespace akv::prop {
@@ -44,30 +44,6 @@ std::vector<SpanId> live_ids(const gen::GenConversation& conv, const std::vector
   return ids;
 }
 
-namespace {
-std::string rows_diff(const char* what, int layer, const float* a, const float* b, size_t n, size_t dim) {
-  for (size_t p = 0; p < n; ++p) {
-    const Diff d = compare({a + p * dim, dim}, {b + p * dim, dim});
-    if (!d.bitwise_equal)
-      return std::string(what) + " of layer " + std::to_string(layer) + " differs first at entry " + std::to_string(p) +
-             " (max|delta| " + std::to_string(d.max_abs) + ")";
-  }
-  return {};
-}
-}  // namespace
-
-std::string cache_diff(const KVCache& a, const KVCache& b) {
-  if (a.size() != b.size()) return "cache sizes differ: " + std::to_string(a.size()) + " vs " + std::to_string(b.size());
-  if (a.n_layers() != b.n_layers() || a.kv_dim() != b.kv_dim()) return "cache shapes differ";
-  const size_t dim = static_cast<size_t>(a.kv_dim());
-  for (int l = 0; l < a.n_layers(); ++l) {
-    std::string d = rows_diff("K", l, a.k(l), b.k(l), a.size(), dim);
-    if (d.empty()) d = rows_diff("V", l, a.v(l), b.v(l), a.size(), dim);
-    if (!d.empty()) return d;
-  }
-  return {};
-}
-
 std::string state_diff(const Session& a, const Session& b) {
   std::string d = cache_diff(a.cache(), b.cache());
   if (!d.empty()) return d;
@@ -82,22 +58,9 @@ std::string state_diff(const Session& a, const Session& b) {
              std::to_string(y.start) + ", +" + std::to_string(y.length) + ")";
   }
   if (a.spans().empty()) return {};
-  const Diff l = compare(a.logits(), b.logits());
-  if (!l.bitwise_equal) return "next-token logits differ (max|delta| " + std::to_string(l.max_abs) + ")";
+  const check::BitsDiff l = check::same_bits(a.logits(), b.logits());
+  if (!l) return "next-token logits differ (max|delta| " + std::to_string(l.max_abs) + ")";
   return {};
-}
-
-KVCache run_chunked(Backend& backend, const std::vector<Token>& tokens, const std::vector<size_t>& lengths,
-                    std::vector<float>& logits) {
-  const size_t vocab = static_cast<size_t>(backend.model().config.vocab);
-  KVCache cache(backend.model().config);
-  logits.assign(tokens.size() * vocab, 0.0f);
-  size_t at = 0;
-  for (size_t len : lengths) {
-    backend.forward(cache, std::span<const Token>(tokens.data() + at, len), std::span<float>(logits.data() + at * vocab, len * vocab));
-    at += len;
-  }
-  return cache;
 }
 
 std::vector<float> prefix_bytes(const KVCache& c, size_t n) {

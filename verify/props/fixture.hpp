@@ -8,6 +8,7 @@
 
 #include "reference/backend.hpp"
 #include "reference/session.hpp"
+#include "verify/check/run.hpp"
 #include "verify/gen/case.hpp"
 
 namespace akv::prop {
@@ -36,13 +37,9 @@ std::vector<SpanId> live_ids(const gen::GenConversation& conv, const std::vector
 /// naming the first difference and its max|delta|.
 std::string state_diff(const Session& a, const Session& b);
 
-/// "" when the caches hold the same entries bitwise; else the first difference.
-std::string cache_diff(const KVCache& a, const KVCache& b);
-
-/// Runs `tokens` through `backend` on a fresh cache in calls of `lengths` (summing to
-/// tokens.size()); returns the cache and writes every row's logits to `logits` (n, vocab).
-KVCache run_chunked(Backend& backend, const std::vector<Token>& tokens, const std::vector<size_t>& lengths,
-                    std::vector<float>& logits);
+/// The harness's one cache comparison and chunked run (verify/check/run.hpp).
+using check::cache_diff;
+using check::run_chunked;
 
 /// Bytes of entries [0, n) of every layer, K then V: the E3 snapshot.
 std::vector<float> prefix_bytes(const KVCache& c, size_t n);

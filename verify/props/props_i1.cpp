@@ -19,15 +19,15 @@ void chunkings(const Context& ctx) {
   const std::vector<Token> toks = c.conv.tokens_without({});
   auto model = model_for(c.model);
   auto b = backend_for(ctx.backend, model);
-  std::vector<float> ref_logits;
-  const KVCache ref = run_chunked(*b, toks, gen::make_chunking(gen::ChunkKind::kOneCall, c.conv).lengths, ref_logits);
+  const check::Run one = run_chunked(*b, toks, gen::make_chunking(gen::ChunkKind::kOneCall, c.conv).lengths);
+  const KVCache& ref = one.cache;
+  const std::vector<float>& ref_logits = one.logits;
   for (const gen::Chunking& ch : {gen::make_chunking(gen::ChunkKind::kPerSpan, c.conv), cuts,
                                   gen::make_chunking(gen::ChunkKind::kTokenByToken, c.conv)}) {
-    std::vector<float> logits;
     auto fresh = backend_for(ctx.backend, model);
-    const KVCache cache = run_chunked(*fresh, toks, ch.lengths, logits);
-    RC_ASSERT(cache_diff(cache, ref) == std::string());
-    RC_ASSERT(same_bits(logits, ref_logits));
+    const check::Run run = run_chunked(*fresh, toks, ch.lengths);
+    RC_ASSERT(cache_diff(run.cache, ref) == std::string());
+    RC_ASSERT(same_bits(run.logits, ref_logits));
   }
   // Through a session, one append per span: the same cache and the last row as next logits.
   Session s(*b);
@@ -45,17 +45,15 @@ void poisoned_scratch(const Context& ctx) {
   note_case({c.model, c.conv, {}, "I1: scratch poisoned with NaN / 3e38 / untouched"});
   const std::vector<Token> toks = c.conv.tokens_without({});
   auto model = model_for(c.model);
-  std::vector<float> base_logits;
   auto b0 = backend_for(ctx.backend, model);
   b0->set_scratch_poison(std::nullopt);
-  const KVCache base = run_chunked(*b0, toks, cuts.lengths, base_logits);
+  const check::Run base = run_chunked(*b0, toks, cuts.lengths);
   for (float poison : {std::numeric_limits<float>::quiet_NaN(), 3e38f, -0.0f}) {
     auto b = backend_for(ctx.backend, model);
     b->set_scratch_poison(poison);
-    std::vector<float> logits;
-    const KVCache cache = run_chunked(*b, toks, cuts.lengths, logits);
-    RC_ASSERT(cache_diff(cache, base) == std::string());
-    RC_ASSERT(same_bits(logits, base_logits));
+    const check::Run run = run_chunked(*b, toks, cuts.lengths);
+    RC_ASSERT(cache_diff(run.cache, base.cache) == std::string());
+    RC_ASSERT(same_bits(run.logits, base.logits));
   }
 }
 

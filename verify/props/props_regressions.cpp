@@ -104,11 +104,9 @@ void chunks_of_64(const Context& ctx) {
   note_case({mc, c, {}, "512 tokens in chunks of 64 vs one chunk"});
   auto model = model_for(mc);
   auto b = backend_for(ctx.backend, model);
-  std::vector<float> one, chunked;
-  const KVCache a = run_chunked(*b, toks, {512}, one);
-  const KVCache z = run_chunked(*b, toks, std::vector<size_t>(8, 64), chunked);
-  RC_ASSERT(cache_diff(a, z) == std::string());
-  RC_ASSERT(same_bits(one, chunked));
+  const check::Run one = run_chunked(*b, toks, {512}), chunked = run_chunked(*b, toks, std::vector<size_t>(8, 64));
+  RC_ASSERT(cache_diff(one.cache, chunked.cache) == std::string());
+  RC_ASSERT(same_bits(one.logits, chunked.logits));
 }
 
 }  // namespace

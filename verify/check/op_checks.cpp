@@ -1,0 +1,364 @@
+#include "verify/check/op_checks.hpp"
+
+#include <rapidcheck.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "reference/ops.hpp"
+#include "reference/rope.hpp"
+#include "verify/check/property.hpp"
+#include "verify/check/same_bits.hpp"
+#include "verify/oracle/exact_sum.hpp"
+#include "verify/oracle/real.hpp"
+
+namespace akv::check {
+
+namespace {
+
+using bounds::dot_bound;
+
+// A check against the reference does not apply to the reference itself.
+bool is_reference(const OpTable& t, Report& r) {
+  if (t.label == reference_ops().label) r.skipped = "the reference compared with itself checks nothing";
+  return !r.skipped.empty();
+}
+
+std::string shape(int M, int n, int d) { return std::to_string(M) + "x" + std::to_string(n) + "x" + std::to_string(d); }
+
+// Uniform floats in [lo, hi) from a seed.
+std::vector<float> uniform(size_t n, uint64_t seed, float lo, float hi) {
+  std::vector<float> v = fam_values(Fam::kPlain, n, seed);  // [-2, 2)
+  for (float& x : v) x = lo + (x + 2.0f) * 0.25f * (hi - lo);
+  return v;
+}
+
+// One head of a at its last position, through t's attention op (M = 1, one head).
+std::vector<float> attention_head(const OpTable& t, const AttnInput& a) {
+  std::vector<float> out(a.d, NAN);
+  t.attention(out.data(), a.q.data(), a.k.data(), a.v.data(), 1, a.n - 1, 1, 1, a.d);
+  return out;
+}
+
+// The MPFR oracle's own error is below 2^-200 of the bound it is compared with (B12).
+bool within(double err, double bound) { return err <= bound * (1 + 0x1p-200); }
+
+const uint64_t kSeeds = 1u << 30;
+
+}  // namespace
+
+// ---- The reference's bits where every conforming order rounds alike
+
+Report matmul_integers_equal_reference(const OpTable& t) {
+  Report r;
+  if (is_reference(t, r)) return r;
+  struct Shape {
+    int M, n, d, k;  // k: |X|, |W| <= k
+  };
+  for (Shape s : {Shape{1, 32, 64, 7}, {3, 17, 5, 7}, {70, 100, 130, 7}, {128, 64, 64, 7}, {65, 688, 31, 5}, {9, 768, 70, 8}}) {
+    const auto X = int_values(static_cast<size_t>(s.M) * s.n, s.M + s.n, s.k), W = int_values(static_cast<size_t>(s.d) * s.n, s.d, s.k);
+    std::vector<float> Y(static_cast<size_t>(s.M) * s.d, NAN), R(Y.size(), NAN);
+    t.matmul(Y.data(), X.data(), W.data(), s.M, s.n, s.d);
+    reference_ops().matmul(R.data(), X.data(), W.data(), s.M, s.n, s.d);
+    r.same(same_bits(Y, R).what(), "matmul " + shape(s.M, s.n, s.d));
+    bool any = false;  // an all-zero result must not pass
+    for (float y : Y) any = any || y != 0.0f;
+    r.expect(any, "every output is zero", "matmul " + shape(s.M, s.n, s.d));
+  }
+  return r;
+}
+
+Report rmsnorm_integers_equal_reference(const OpTable& t) {
+  Report r;
+  if (is_reference(t, r)) return r;
+  for (int n : {1, 8, 31, 32, 33, 37, 256, 688, 768}) {
+    const auto x = int_values(n, n + 2, 9), w = uniform(n, n + 1, 0.75f, 1.5f);
+    std::vector<float> a(n, NAN), b(n, NAN);
+    t.rmsnorm(a.data(), x.data(), w.data(), 1, n, 1e-5f);
+    reference_ops().rmsnorm(b.data(), x.data(), w.data(), 1, n, 1e-5f);
+    r.same(same_bits(a, b).what(), "rmsnorm n " + std::to_string(n));
+  }
+  return r;
+}
+
+Report rope_equals_reference(const OpTable& t) {
+  Report r;
+  if (is_reference(t, r)) return r;
+  const int heads = 3, M = 40;
+  for (int hd : {8, 32, 64, 70}) {
+    const RopeTable tab = make_rope_table(hd, 10000.0f, 5000);
+    for (int pos0 : {0, 1, 777, 5000 - M}) {
+      auto x = uniform(static_cast<size_t>(M) * heads * hd, hd + pos0, -4.0f, 4.0f), y = x;
+      t.rope(x.data(), M, heads, hd, pos0, tab.cos.data(), tab.sin.data());
+      reference_ops().rope(y.data(), M, heads, hd, pos0, tab.cos.data(), tab.sin.data());
+      r.same(same_bits(x, y).what(), "rope hd " + std::to_string(hd) + " rows from position " + std::to_string(pos0));
+    }
+  }
+  return r;
+}
+
+Report swiglu_add_equal_reference(const OpTable& t) {
+  Report r;
+  if (is_reference(t, r)) return r;
+  for (int n : {5, 64, 688, 2048, 4096}) {
+    auto g = uniform(n, n, -120.0f, 120.0f);
+    const auto u = uniform(n, n + 1, -3.0f, 3.0f);
+    for (int j = 0; j < n; j += 3) g[j] *= 1.0f / 64;  // the ordinary range too
+    std::vector<float> a(n, NAN), b(n, NAN);
+    t.swiglu(a.data(), g.data(), u.data(), n);
+    reference_ops().swiglu(b.data(), g.data(), u.data(), n);
+    r.same(same_bits(a, b).what(), "swiglu n " + std::to_string(n));
+    a = g;
+    b = g;
+    t.add(a.data(), u.data(), n);
+    reference_ops().add(b.data(), u.data(), n);
+    r.same(same_bits(a, b).what(), "add n " + std::to_string(n));
+  }
+  return r;
+}
+
+Report attention_dominant_key_equals_reference(const OpTable& t) {
+  Report r;
+  if (is_reference(t, r)) return r;
+  const OpTable& R = reference_ops();
+  const int n = 300;
+  // One head: q = 1024 e_1, key p's second element +-1: the winner's score exceeds the
+  // others' by 2048 / sqrt(hd). Queries at several positions, the winner among [0, pos].
+  for (int hd : {8, 64}) {
+    std::vector<float> k(static_cast<size_t>(n) * hd, 0.0f), q(hd, 0.0f);
+    const auto v = uniform(static_cast<size_t>(n) * hd, 9, -5.0f, 5.0f);
+    q[1] = 1024.0f;
+    for (int pos : {0, 5, 63, 64, 130, 299}) {
+      const int winner = (pos * 7) % (pos + 1);
+      for (int p = 0; p <= pos; ++p) k[static_cast<size_t>(p) * hd + 1] = (p == winner) ? 1.0f : -1.0f;
+      std::vector<float> out(hd, NAN), ref(hd, NAN);
+      t.attention(out.data(), q.data(), k.data(), v.data(), 1, pos, 1, 1, hd);
+      R.attention(ref.data(), q.data(), k.data(), v.data(), 1, pos, 1, 1, hd);
+      const std::string at = "hd " + std::to_string(hd) + " pos " + std::to_string(pos);
+      r.same(same_bits(out, ref).what(), at);
+      r.expect(std::memcmp(out.data(), v.data() + static_cast<size_t>(winner) * hd, hd * sizeof(float)) == 0,
+               "the output is not the winning key's value row", at);
+    }
+  }
+  // Two query heads on one KV head, q = 1, small-integer keys with one hot row of 200s (score
+  // 3200 / 4 = 800), the hot key in the first, a middle and the last (partial) block or split.
+  const int heads = 2, hd = 16;
+  const std::vector<float> q(heads * hd, 1.0f);
+  for (int hot : {0, 63, 64, 200, 299}) {
+    auto k = int_values(static_cast<size_t>(n) * hd, hot, 2);
+    for (int i = 0; i < hd; ++i) k[static_cast<size_t>(hot) * hd + i] = 200.0f;
+    const auto v = uniform(static_cast<size_t>(n) * hd, hot + 1, -5.0f, 5.0f);
+    std::vector<float> out(heads * hd, NAN), ref(heads * hd, NAN);
+    t.attention(out.data(), q.data(), k.data(), v.data(), 1, n - 1, heads, 1, hd);
+    R.attention(ref.data(), q.data(), k.data(), v.data(), 1, n - 1, heads, 1, hd);
+    const std::string at = "two heads, hot key " + std::to_string(hot);
+    r.same(same_bits(out, ref).what(), at);
+    r.expect(std::memcmp(out.data(), v.data() + static_cast<size_t>(hot) * hd, hd * sizeof(float)) == 0,
+             "the output is not the hot key's value row", at);
+  }
+  return r;
+}
+
+Report attention_uniform_equals_reference(const OpTable& t) {
+  Report r;
+  if (is_reference(t, r)) return r;
+  const int heads = 4, kvh = 2, hd = 8;
+  for (int n : {1, 2, 4, 64, 128, 256, 512}) {
+    const auto k = uniform(static_cast<size_t>(n) * kvh * hd, n, -1.0f, 1.0f), v = int_values(static_cast<size_t>(n) * kvh * hd, n + 3, 50);
+    const std::vector<float> q(heads * hd, 0.0f);
+    std::vector<float> out(heads * hd, NAN), ref(heads * hd, NAN);
+    t.attention(out.data(), q.data(), k.data(), v.data(), 1, n - 1, heads, kvh, hd);
+    reference_ops().attention(ref.data(), q.data(), k.data(), v.data(), 1, n - 1, heads, kvh, hd);
+    r.same(same_bits(out, ref).what(), "uniform scores over " + std::to_string(n) + " keys");
+  }
+  return r;
+}
+
+// ---- Within the proven bounds of the reference
+
+Report matmul_within_bounds(const OpTable& t) {
+  Report r;
+  if (is_reference(t, r)) return r;
+  const OpTable& R = reference_ops();
+  Closeness mm, dt, sc;
+  r.merge(check_property("Matmul/" + t.label, [&] {
+    const Fam f = *gen_fam();
+    const int n = *gen_length(), d = *rc::gen::inRange(1, 41), M = *rc::gen::inRange(1, 4);
+    const uint64_t seed = *rc::gen::inRange<uint64_t>(0, kSeeds);
+    const auto X = fam_values(f, static_cast<size_t>(M) * n, seed), W = fam_values(f, static_cast<size_t>(d) * n, seed + 1);
+    std::vector<float> Y(static_cast<size_t>(M) * d, NAN), Rf(Y.size(), NAN);
+    t.matmul(Y.data(), X.data(), W.data(), M, n, d);
+    R.matmul(Rf.data(), X.data(), W.data(), M, n, d);
+    for (int m = 0; m < M; ++m)
+      for (int i = 0; i < d; ++i) {
+        const size_t o = static_cast<size_t>(m) * d + i;
+        const double b = dot_bound(W.data() + static_cast<size_t>(i) * n, 1, X.data() + static_cast<size_t>(m) * n, 1, n);
+        RC_ASSERT(std::isfinite(b));
+        RC_ASSERT(mm.add(Y[o], Rf[o], 2 * b));
+      }
+    const double b1 = dot_bound(X.data(), 1, W.data(), 1, n);
+    RC_ASSERT(oracle::dot_abs_err_up(Y[0], X.data(), 1, W.data(), 1, n) <= b1);
+    // The dot op (RMSNorm's and the scores' reduction): within B1 of exact, 2 B1 of the
+    // reference; the score of q = X row 0, k = W row 0 within 2 B4 of the reference's (M9).
+    const float a = t.dot(X.data(), W.data(), n);
+    RC_ASSERT(oracle::dot_abs_err_up(a, X.data(), 1, W.data(), 1, n) <= b1);
+    RC_ASSERT(dt.add(a, Rf[0], 2 * b1));
+    const float scale = 1.0f / std::sqrt(static_cast<float>(n));
+    const std::vector<float> q(X.begin(), X.begin() + n), k(W.begin(), W.begin() + n);
+    const double b4 = bounds::score_bound(q, k);
+    RC_ASSERT(std::isfinite(b4));
+    RC_ASSERT(sc.add(a * scale, Rf[0] * scale, 2 * b4));
+  }));
+  r.observed.push_back({t.label + " matmul rows (B1)", mm});
+  r.observed.push_back({t.label + " dot (B1)", dt});
+  r.observed.push_back({t.label + " scores (B4)", sc});
+  r.expect(mm.nonzero > 0, "no output differed from the reference's: random inputs should show the backend's order");
+  return r;
+}
+
+Report rmsnorm_within_bounds(const OpTable& t) {
+  Report r;
+  if (is_reference(t, r)) return r;
+  Closeness c;
+  r.merge(check_property("RMSNorm/" + t.label, [&] {
+    const Fam f = *gen_fam();
+    const int n = *gen_length();
+    const float eps = *rc::gen::element(1e-5f, 1e-6f);
+    const uint64_t seed = *rc::gen::inRange<uint64_t>(0, kSeeds);
+    const auto x = fam_values(f, n, seed), w = fam_values(Fam::kPlain, n, seed + 1);
+    std::vector<float> a(n, NAN), b(n, NAN);
+    t.rmsnorm(a.data(), x.data(), w.data(), 1, n, eps);
+    reference_ops().rmsnorm(b.data(), x.data(), w.data(), 1, n, eps);
+    const auto B = bounds::rmsnorm_bounds(x, w, eps);
+    for (int j = 0; j < n; ++j) {
+      RC_ASSERT(std::isfinite(B[j]));
+      RC_ASSERT(c.add(a[j], b[j], 2 * B[j]));
+    }
+  }));
+  r.observed.push_back({t.label + " RMSNorm (B2)", c});
+  r.expect(c.nonzero > 0, "no output differed from the reference's: random inputs should show the backend's order");
+  return r;
+}
+
+Report rope_swiglu_add_bitwise(const OpTable& t) {
+  Report r;
+  if (is_reference(t, r)) return r;
+  static const RopeTable tab = make_rope_table(64, 10000.0f, 4096);
+  r.merge(check_property("RopeSwigluAdd/" + t.label, [&] {
+    const Fam f = *gen_fam();
+    const uint64_t seed = *rc::gen::inRange<uint64_t>(0, kSeeds);
+    const int pos = *rc::gen::inRange(0, 4096);
+    auto x = fam_values(f, 3 * 64, seed), y = x;
+    t.rope(x.data(), 1, 3, 64, pos, tab.cos.data(), tab.sin.data());
+    reference_ops().rope(y.data(), 1, 3, 64, pos, tab.cos.data(), tab.sin.data());
+    RC_ASSERT(same_bits(x, y));
+    const int n = *rc::gen::inRange(1, 700);
+    const float gs = *rc::gen::element(1.0f, 20.0f, 100.0f);
+    const auto g = fam_values(f, n, seed + 1, gs), u = fam_values(Fam::kPlain, n, seed + 2);
+    std::vector<float> a(n, NAN), b(n, NAN);
+    t.swiglu(a.data(), g.data(), u.data(), n);
+    reference_ops().swiglu(b.data(), g.data(), u.data(), n);
+    RC_ASSERT(same_bits(a, b));
+    a = g;
+    b = g;
+    t.add(a.data(), u.data(), n);
+    reference_ops().add(b.data(), u.data(), n);
+    RC_ASSERT(same_bits(a, b));
+  }));
+  return r;
+}
+
+Report attention_within_bounds(const OpTable& t) {
+  Report r;
+  if (is_reference(t, r)) return r;
+  Closeness c;
+  r.merge(check_property("Attention/" + t.label, [&] {
+    const AttnInput a = gen_attn_input();
+    const auto opt = attention_head(t, a), ref = attention_head(reference_ops(), a);
+    const auto br = bounds::attention_bounds(a.q.data(), a.k.data(), a.v.data(), a.n, a.d, a.d,
+                                             reference_ops().attention_rounding(a.n));
+    const auto bo = bounds::attention_bounds(a.q.data(), a.k.data(), a.v.data(), a.n, a.d, a.d, t.attention_rounding(a.n));
+    for (int i = 0; i < a.d; ++i) {
+      RC_ASSERT(std::isfinite(br[i]) && std::isfinite(bo[i]));
+      RC_ASSERT(c.add(opt[i], ref[i], br[i] + bo[i]));
+    }
+  }));
+  r.observed.push_back({t.label + " attention head (B14)", c});
+  r.expect(c.nonzero > 0, "no output differed from the reference's: random inputs should show the backend's order");
+  return r;
+}
+
+Report logits_within_bounds(const OpTable& t) {
+  Report r;
+  if (is_reference(t, r)) return r;
+  const OpTable& R = reference_ops();
+  Closeness c;
+  r.merge(check_property("Logits/" + t.label, [&] {
+    const Fam f = *gen_fam();
+    const int n = *gen_length(), vocab = *rc::gen::inRange(1, 65);
+    const uint64_t seed = *rc::gen::inRange<uint64_t>(0, kSeeds);
+    const auto x = fam_values(f, n, seed), wn = fam_values(Fam::kPlain, n, seed + 1),
+               W = fam_values(Fam::kPlain, static_cast<size_t>(vocab) * n, seed + 2);
+    std::vector<float> y(n, NAN), L(vocab, NAN), yr(n, NAN), Lr(vocab, NAN);
+    t.rmsnorm(y.data(), x.data(), wn.data(), 1, n, 1e-5f);
+    t.matmul(L.data(), y.data(), W.data(), 1, n, vocab);
+    R.rmsnorm(yr.data(), x.data(), wn.data(), 1, n, 1e-5f);
+    R.matmul(Lr.data(), yr.data(), W.data(), 1, n, vocab);
+    const auto B = bounds::logits_bounds(x, wn, 1e-5f, W, vocab);
+    for (int i = 0; i < vocab; ++i) {
+      RC_ASSERT(std::isfinite(B[i]));
+      RC_ASSERT(c.add(L[i], Lr[i], 2 * B[i]));
+    }
+  }));
+  r.observed.push_back({t.label + " logits (B9)", c});
+  return r;
+}
+
+// ---- Within its own bound of the exact value
+
+std::string attention_vs_exact(const OpTable& t, const AttnInput& a, Closeness* tally) {
+  using oracle::Real;
+  const auto out = attention_head(t, a);
+  const std::vector<Real> q(a.q.begin(), a.q.end()), k(a.k.begin(), a.k.end()), v(a.v.begin(), a.v.end());
+  std::vector<Real> ex(a.d), att(a.n);
+  ref::attention_head(ex.data(), q.data(), k.data(), v.data(), a.n, a.d, a.d, att.data());
+  const auto b = bounds::attention_bounds(a.q.data(), a.k.data(), a.v.data(), a.n, a.d, a.d, t.attention_rounding(a.n));
+  for (int i = 0; i < a.d; ++i) {
+    const double err = oracle::abs_err_up(out[i], ex[i]);
+    const std::string at = " at element " + std::to_string(i) + " of n = " + std::to_string(a.n) + ", d = " + std::to_string(a.d);
+    if (!std::isfinite(b[i])) return t.label + ": the bound is not finite" + at;
+    if (!within(err, b[i])) return t.label + ": error " + std::to_string(err) + " > bound " + std::to_string(b[i]) + at;
+    if (tally) tally->add(err, 0, b[i]);
+  }
+  return "";
+}
+
+Report attention_within_b14_of_exact(const OpTable& t) {
+  Report r;
+  Closeness c;
+  r.merge(check_property("AttentionExact/" + t.label, [&] {
+    const int n = *rc::gen::inRange(1, 301), d = *rc::gen::element(8, 16, 32);
+    const float qs = *rc::gen::element(0x1p-70f, 1.0f, 8.0f, 40.0f);
+    const Fam kf = *rc::gen::element(Fam::kPlain, Fam::kCancel);
+    const AttnInput a = attn_input(n, d, qs, kf, *gen_fam(), *rc::gen::inRange<uint64_t>(0, kSeeds));
+    const std::string failed = attention_vs_exact(t, a, &c);
+    if (!failed.empty()) RC_FAIL(failed);
+  }));
+  r.observed.push_back({"B14 " + t.label + " vs exact", c});
+  return r;
+}
+
+Report attention_long_within_b14_of_exact(const OpTable& t) {
+  Report r;
+  Closeness c;
+  for (int n : {2048, 4100})
+    for (Fam vf : {Fam::kPlain, Fam::kCancel, Fam::kDeep}) {
+      const AttnInput a = attn_input(n, 8, 1.0f, Fam::kPlain, vf, static_cast<uint64_t>(n) + static_cast<int>(vf));
+      r.same(attention_vs_exact(t, a, &c), std::to_string(n) + " keys, values " + fam_name(vf));
+    }
+  r.expect(c.nonzero > 0, "every error is 0: the case is exact and checks no rounding");
+  r.observed.push_back({"B14 long, " + t.label + " vs exact", c});
+  return r;
+}
+
+}  // namespace akv::check

@@ -1,0 +1,57 @@
+// The op tables the per-op checks run over (spec/bounds.md B10, B14; spec/kernels-cpu.md K12;
+// spec/kernels-cuda.md G11): one backend's six ops on raw float arrays, with the rounding
+// model each declares. Adapters: the reference, the cpu kernels per ISA, cuda-emu. Every op
+// has a C-compatible signature (pointers, ints), so a C function table with a context
+// pointer can sit behind one through lambdas (the plugin kernels of issue 13).
+#pragma once
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "verify/bounds/op_bounds.hpp"
+
+namespace akv::check {
+
+/// One backend's ops. Layouts are row-major; heads are contiguous within a row.
+struct OpTable {
+  std::string label;        // a valid test name: "reference", "portable", "avx2", "avx512", "cuda_emu"
+  std::string unavailable;  // "" when this build and machine run it; else why not
+
+  /// Y (M, d) = X (M, n) W^T, W (d, n) (spec/model.md M5).
+  std::function<void(float* Y, const float* X, const float* W, int M, int n, int d)> matmul;
+  /// The dot product of x, y (n,) as the backend reduces attention scores (B4).
+  std::function<float(const float* x, const float* y, int n)> dot;
+  /// out (M, n) = RMSNorm of each row of x (M, n) with weight w (n,) (M4).
+  std::function<void(float* out, const float* x, const float* w, int M, int n, float eps)> rmsnorm;
+  /// Rotates x (M, heads * hd) in place, row r at position pos0 + r, with the one table's
+  /// rows cos, sin (positions, hd / 2) (M6).
+  std::function<void(float* x, int M, int heads, int hd, int pos0, const float* cos, const float* sin)> rope;
+  /// Causal GQA attention (M9) of M queries q (M, heads * hd) at positions pos0 .. pos0+M-1
+  /// over cache rows k, v (>= pos0 + M, kv_heads * hd); out (M, heads * hd).
+  std::function<void(float* out, const float* q, const float* k, const float* v, int M, int pos0, int heads,
+                     int kv_heads, int hd)>
+      attention;
+  /// out (n,) = silu(gate) * up (M10).
+  std::function<void(float* out, const float* gate, const float* up, int n)> swiglu;
+  /// x (n,) += y (n,) (M11).
+  std::function<void(float* x, const float* y, int n)> add;
+
+  /// The rounding model. matmul and dot: any conforming summation order (within B1 of the
+  /// exact value; scores within B4); RMSNorm: any order (B2); RoPE, SwiGLU and the residual
+  /// add: the reference's operations, bit for bit (B3, B8 with distance 0). Attention: the
+  /// B14 counts of this kernel over n_keys keys.
+  std::function<bounds::AttnRounding(int n_keys)> attention_rounding;
+};
+
+/// The reference's ops (spec/model.md), the side every other table is compared with.
+const OpTable& reference_ops();
+
+/// Every op table akv knows, in a stable order (reference, cpu by ISA, cuda-emu), available
+/// or not (an ISA this CPU lacks says so in `unavailable`).
+std::vector<OpTable> op_tables();
+
+/// The tables other than the reference: the optimized kernels checked against it, those of
+/// the cpu backend (`cpu`, one per ISA) or cuda-emu (`cuda-emu`); all when `backend` is "".
+std::vector<OpTable> optimized_op_tables(const std::string& backend = "");
+
+}  // namespace akv::check

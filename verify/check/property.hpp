@@ -1,0 +1,19 @@
+// The one RapidCheck runner of the per-op checks: a property as a Report.
+#pragma once
+#include <functional>
+#include <string>
+
+#include "verify/check/report.hpp"
+
+namespace akv::check {
+
+/// At least this many cases per property (more when RC_PARAMS sets max_success).
+inline constexpr int kMinCases = 200;
+
+/// Runs `body` (RC_ASSERTs on values drawn with `*gen`) as a RapidCheck property named `id`
+/// (its reproduce-string key) with at least kMinCases cases. The Report counts one comparison
+/// for the verdict and one for the case count; a failure carries RapidCheck's message, with
+/// the shrunk case and the reproduce string.
+Report check_property(const std::string& id, const std::function<void()>& body);
+
+}  // namespace akv::check

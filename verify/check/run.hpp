@@ -1,0 +1,51 @@
+// The one chunked run every invariance check builds on: tokens through a backend in calls of
+// given lengths, and the one comparison of two runs (cache bytes, then logit rows).
+#pragma once
+#include <cstdint>
+#include <initializer_list>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "reference/backend.hpp"
+
+namespace akv::check {
+
+/// A fresh cache after a run and every row's logits (tokens, vocab), in token order.
+struct Run {
+  KVCache cache;
+  std::vector<float> logits;
+};
+
+/// Runs `tokens` through `backend` on a fresh cache in calls of `lengths` (each >= 1, summing
+/// to tokens.size()): the chunking under test in every I1 check. Error(kBadInput) naming the
+/// problem when the lengths do not fit; the backend's own errors pass through.
+Run run_chunked(Backend& backend, std::span<const Token> tokens, std::span<const size_t> lengths);
+inline Run run_chunked(Backend& backend, std::span<const Token> tokens, std::initializer_list<size_t> lengths) {
+  return run_chunked(backend, tokens, std::span<const size_t>(lengths.begin(), lengths.size()));
+}
+
+/// "" when a and b hold the same entries bitwise (size, shape, every layer's K and V bytes);
+/// else one line naming the first difference and its max|delta|.
+std::string cache_diff(const KVCache& a, const KVCache& b);
+
+/// "" when two runs agree bitwise (cache_diff, then same_bits of the logit rows); else one line.
+std::string run_diff(const Run& a, const Run& b);
+
+}  // namespace akv::check
+
+namespace akv::check {
+
+/// A deterministic token sequence of length n over [0, vocab) from `seed` (an LCG): the
+/// inputs of the invariance checks, reproducible on every machine.
+inline std::vector<Token> tokens(size_t n, uint32_t seed, int vocab) {
+  std::vector<Token> t(n);
+  uint32_t x = seed * 2654435761u + 1;
+  for (auto& v : t) {
+    x = x * 1664525u + 1013904223u;
+    v = static_cast<Token>((x >> 8) % static_cast<uint32_t>(vocab));
+  }
+  return t;
+}
+
+}  // namespace akv::check
