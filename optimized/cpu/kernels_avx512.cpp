@@ -49,17 +49,17 @@ __m512 exp16(__m512 x) {
   const __m512i ki = _mm512_cvtps_epi32(k);
   auto pow2i = [](__m512i e) { return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(e, _mm512_set1_epi32(127)), 23)); };
   __m512 y = _mm512_mul_ps(p, pow2i(ki));
-  const __mmask16 is_big = _mm512_cmpgt_epi32_mask(ki, _mm512_set1_epi32(127));
-  const __mmask16 is_tiny = _mm512_cmplt_epi32_mask(ki, _mm512_set1_epi32(-126));
+  const auto is_big = _mm512_cmpgt_epi32_mask(ki, _mm512_set1_epi32(127));
+  const auto is_tiny = _mm512_cmplt_epi32_mask(ki, _mm512_set1_epi32(-126));
   if (is_big | is_tiny) {  // 2^k outside the normal range (rare): scaled in two steps; else y stays
     const __m512 big = _mm512_mul_ps(_mm512_mul_ps(p, pow2i(_mm512_set1_epi32(127))), pow2i(_mm512_sub_epi32(ki, _mm512_set1_epi32(127))));
     const __m512 tiny = _mm512_mul_ps(_mm512_mul_ps(p, pow2i(_mm512_add_epi32(ki, _mm512_set1_epi32(64)))), pow2i(_mm512_set1_epi32(-64)));
     y = _mm512_mask_blend_ps(is_big, y, big);
     y = _mm512_mask_blend_ps(is_tiny, y, tiny);
   }
-  const __mmask16 is_zero = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-103.972084045410156f), _CMP_LT_OQ);
-  const __mmask16 is_inf = _mm512_cmp_ps_mask(x, _mm512_set1_ps(88.72283935546875f), _CMP_GT_OQ);
-  const __mmask16 is_nan = _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
+  const auto is_zero = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-103.972084045410156f), _CMP_LT_OQ);
+  const auto is_inf = _mm512_cmp_ps_mask(x, _mm512_set1_ps(88.72283935546875f), _CMP_GT_OQ);
+  const auto is_nan = _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
   if (is_zero | is_inf | is_nan) {  // the special cases (rare), in the scalar code's priority order
     y = _mm512_mask_blend_ps(is_zero, y, _mm512_setzero_ps());
     y = _mm512_mask_blend_ps(is_inf, y, _mm512_set1_ps(INFINITY));
