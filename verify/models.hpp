@@ -28,6 +28,8 @@ std::vector<std::string> model_names();
 
 /// Resolves `spec`:
 ///   "tiny" | "small" | "bench"  the synthetic model (M3) with weight seed `seed`, fixture encoder;
+///   "synthetic:hidden=..,..."   a synthetic model of that shape (spec/model.md M12), the same way;
+///                               a malformed one is Error(kBadInput) naming the field;
 ///   "smollm2"                   the cached real model file (fetched with scripts/fetch-model
 ///                               when missing), BPE + ChatML encoder (spec/tokenizer.md);
 ///   a path ending in ".gguf"    that llama-arch GGUF file, its own tokenizer and template;
