@@ -45,7 +45,7 @@ int default_threads(int requested) {
 CpuBackend::CpuBackend(std::shared_ptr<const Model> model, const CpuOptions& opt)
     : model_(std::move(model)),
       packed_(packed_model(model_)),
-      k_(&kernels_for(resolve_isa(opt.isa))),
+      k_(opt.kernels ? opt.kernels : &kernels_for(resolve_isa(opt.isa))),
       pool_(default_threads(opt.threads)),
       poison_(default_scratch_poison()) {}
 

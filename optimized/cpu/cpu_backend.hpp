@@ -17,6 +17,9 @@ namespace akv::cpu {
 struct CpuOptions {
   std::string isa = "auto";  // portable | avx2 | avx512 | auto ($AKV_ISA, else the best)
   int threads = 0;           // 0: $AKV_THREADS if set, else 2
+  /// A kernel table to run in place of the ISA's (the property suite's deliberately broken
+  /// backends, tests/properties/mutants.hpp); it must outlive the backend. Null: the ISA's.
+  const Kernels* kernels = nullptr;
 };
 
 /// The model's matrices packed into panels (K1), shared by every backend of one model.
