@@ -165,7 +165,10 @@ TEST(I1_PropTeeth, BatchedTailDefectIsCaughtOnDrawnShapes) {
   ASSERT_TRUE(o.counterexample.has_value());
   EXPECT_TRUE(has_tail(o.counterexample->model)) << o.message;
   EXPECT_NE(o.message.find("model synthetic:hidden="), std::string::npos) << o.message;  // printed as M12 spec
-  EXPECT_EQ(o.counterexample->conv.total_tokens(), 2u) << o.message;  // one call of 2 rows vs two of 1
+  // A call of >= 2 rows against calls of one; how many tokens it takes until a rounding of the
+  // tail differs depends on the values (seed 12345: 8 tokens on hidden=4, ffn=17).
+  EXPECT_GE(o.counterexample->conv.total_tokens(), 2u) << o.message;
+  EXPECT_LE(o.counterexample->conv.total_tokens(), 16u) << o.message;
 }
 
 TEST(E1_PropTeeth, BatchedTailDefectIsCaughtAndTheShapeReRuns) {
