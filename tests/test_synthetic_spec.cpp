@@ -2,13 +2,17 @@
 // `akv witness --model synthetic:...` re-run of a drawn shape.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "reference/error.hpp"
+#include "reference/forward.hpp"
+#include "reference/session.hpp"
 #include "reference/synthetic_spec.hpp"
 #include "tests/cli_support.hpp"
+#include "verify/backends.hpp"
 #include "verify/models.hpp"
 
 namespace akv {
@@ -89,6 +93,24 @@ TEST(M12_SyntheticShapes, LoadModelTakesTheSpecAndTheSeed) {
     ADD_FAILURE() << "accepted";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kBadInput);
+  }
+}
+
+// heads * head_dim need not be hidden (M12, and a Hugging Face config's head_dim): the
+// reference's attention output holds q_dim values (it held hidden ones, and a drawn shape with
+// q_dim > hidden overflowed it: heap corruption in E1_PropEvictEqualsNever on reference).
+TEST(M12_SyntheticShapes, ReferenceRunsHeadsWiderThanHidden) {
+  const LoadedModel m = load_model("synthetic:hidden=8,layers=2,heads=4,kv_heads=2,head_dim=8,ffn=20,vocab=288", 3);
+  const Config& c = m.model->config;
+  ASSERT_GT(c.q_dim(), c.hidden);
+  const ref::RunState<float> s(c);
+  EXPECT_EQ(s.xb2.size(), static_cast<size_t>(c.q_dim()));
+  for (const std::string& b : backend_names()) {
+    auto backend = make_backend(b, m.model);
+    Session session(*backend);
+    const std::vector<float> logits = session.append(0, std::vector<Token>{5, 260, 17, 99});
+    ASSERT_EQ(logits.size(), 4u * 288u) << b;
+    for (float x : logits) ASSERT_TRUE(std::isfinite(x)) << b;
   }
 }
 
