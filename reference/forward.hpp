@@ -17,7 +17,7 @@ template <class T>
 struct RunState {
   std::vector<T> x, xb, xb2, q, k, v, hb, hb2, att;
   explicit RunState(const Config& c)
-      : x(c.hidden), xb(c.hidden), xb2(c.hidden), q(c.q_dim()), k(c.kv_dim()), v(c.kv_dim()),
+      : x(c.hidden), xb(c.hidden), xb2(c.q_dim()), q(c.q_dim()), k(c.kv_dim()), v(c.kv_dim()),
         hb(c.ffn), hb2(c.ffn), att(c.max_ctx) {}
   void fill(T value) {
     for (auto* b : {&x, &xb, &xb2, &q, &k, &v, &hb, &hb2, &att}) std::fill(b->begin(), b->end(), value);

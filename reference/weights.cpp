@@ -1,16 +1,46 @@
 #include "reference/weights.hpp"
 
 #include <cmath>
+#include <limits>
 
 #include "reference/prng.hpp"
 
 namespace akv {
 
 namespace {
+// Compares y = g / sqrt(n) with m > 0 exactly: the sign of g^2 - n*m^2 (all three positive,
+// so y > m iff g^2 > n*m^2). g has 24 significant bits and m, a midpoint of two floats, 25:
+// g = G*2^a, m = M*2^b with integers G, M, and both sides are integers after one shift.
+int compare_quotient(float g, int n, double m) {
+  int a = 0, b = 0;
+  const auto G = static_cast<unsigned __int128>(std::ldexp(std::frexp(static_cast<double>(g), &a), 24));
+  const auto M = static_cast<unsigned __int128>(std::ldexp(std::frexp(m, &b), 25));
+  const int s = 2 * ((a - 24) - (b - 25));
+  // m is within a few ulps of y, so |s| <= 2*(log2(sqrt n) + 2) < 40: no shift overflows 128 bits.
+  unsigned __int128 lhs = G * G, rhs = static_cast<unsigned __int128>(n) * M * M;
+  if (s >= 0) lhs <<= s; else rhs <<= -s;
+  return lhs > rhs ? 1 : (lhs < rhs ? -1 : 0);
+}
+}  // namespace
+
+// The double quotient is within a few double ulps of y, hence at most one float away from the
+// answer; the exact comparisons with the neighbouring midpoints then settle it. A tie is
+// impossible: y = m = M*2^b would need n = g^2 / m^2 with M odd and >= 2^24, so M^2 would
+// divide a power of two.
+float weight_scale(float gain, int fan_in) {
+  float c = static_cast<float>(static_cast<double>(gain) / std::sqrt(static_cast<double>(fan_in)));
+  const float inf = std::numeric_limits<float>::infinity();
+  auto mid = [](float x, float y) { return (static_cast<double>(x) + static_cast<double>(y)) / 2; };  // exact in double
+  while (compare_quotient(gain, fan_in, mid(c, std::nextafter(c, inf))) > 0) c = std::nextafter(c, inf);
+  while (compare_quotient(gain, fan_in, mid(std::nextafter(c, 0.0f), c)) < 0) c = std::nextafter(c, 0.0f);
+  return c;
+}
+
+namespace {
 // A matrix of `rows*cols` values u * (gain / sqrt(fan_in)), u uniform in [-1, 1) (M3).
 std::vector<float> matrix(uint64_t seed, uint64_t id, int rows, int cols, float gain) {
   SplitMix64 g = tensor_stream(seed, id);
-  const float scale = gain / std::sqrt(static_cast<float>(cols));
+  const float scale = weight_scale(gain, cols);
   std::vector<float> w(static_cast<size_t>(rows) * cols);
   for (float& x : w) x = g.uniform() * scale;
   return w;

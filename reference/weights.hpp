@@ -37,6 +37,10 @@ const std::vector<T>& classifier(const Weights<T>& w) {
   return w.wcls.empty() ? w.tok_emb : w.wcls;
 }
 
+/// fl(gain / sqrt(fan_in)), the scale of a synthetic matrix (spec/model.md M3): the exact
+/// quotient rounded once to float32, to nearest. gain finite in [2^-60, 2^60], fan_in >= 1.
+float weight_scale(float gain, int fan_in);
+
 /// The synthetic weights of `cfg` under `seed`, bit-for-bit as spec/model.md M3 defines.
 Weights<float> make_synthetic_weights(const Config& cfg, uint64_t seed);
 

@@ -15,6 +15,7 @@
 #include "model/hf_weights.hpp"
 #include "model/mapped_file.hpp"
 #include "reference/error.hpp"
+#include "reference/synthetic_spec.hpp"
 #include "verify/digest.hpp"
 
 namespace akv {
@@ -123,6 +124,7 @@ std::vector<std::string> model_forms() {
   std::vector<std::string> n = model_names();
   n.push_back("PATH.gguf");
   n.push_back("HF-FOLDER");
+  n.push_back("synthetic:SPEC");
   return n;
 }
 
@@ -143,19 +145,22 @@ LoadedModel load_model(const std::string& spec, uint64_t seed) {
   if (spec == kDefaultRealModel) return load_gguf(real_model_file(), kDefaultRealModel);
   if (ends_with(spec, ".gguf")) return load_gguf(spec, spec);
   if (fs::is_directory(spec)) return load_hf(spec);
-  for (const std::string& n : config_names()) {
-    if (n != spec) continue;
+  const auto synthetic = [&](const Config& c) {
     LoadedModel m;
-    m.model = make_model(config_by_name(spec), seed);
-    m.encoder = make_fixture_encoder(m.model->config.vocab);
-    m.name = spec;
+    m.model = make_model(c, seed);
+    m.encoder = make_fixture_encoder(c.vocab);
+    m.name = c.name;
     m.source = fmt::format("synthetic, seed {}", seed);
     return m;
-  }
+  };
+  if (is_synthetic_spec(spec)) return synthetic(synthetic_config(spec));
+  for (const std::string& n : config_names())
+    if (n == spec) return synthetic(config_by_name(spec));
   std::string names;
   for (const std::string& n : model_names()) names += (names.empty() ? "" : ", ") + n;
   throw Error(ErrorCode::kUnknownModel,
-              fmt::format("unknown model '{}' (models: {}, a path to a .gguf file, or a Hugging Face model folder)",
+              fmt::format("unknown model '{}' (models: {}, a synthetic shape 'synthetic:hidden=...', a path to a .gguf file, or a "
+                          "Hugging Face model folder)",
                           spec, names));
 }
 

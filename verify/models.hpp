@@ -27,11 +27,14 @@ inline constexpr const char* kDefaultRealModel = "smollm2";
 std::vector<std::string> model_names();
 
 /// Every form `--model` accepts, for help and docs: model_names(), then "PATH.gguf" (a GGUF
-/// file) and "HF-FOLDER" (a Hugging Face model folder), the forms load_model() resolves.
+/// file), "HF-FOLDER" (a Hugging Face model folder) and "synthetic:SPEC" (a synthetic shape,
+/// spec/model.md M12), the forms load_model() resolves.
 std::vector<std::string> model_forms();
 
 /// Resolves `spec`:
 ///   "tiny" | "small" | "bench"  the synthetic model (M3) with weight seed `seed`, fixture encoder;
+///   "synthetic:hidden=..,..."   a synthetic model of that shape (spec/model.md M12), the same way;
+///                               a malformed one is Error(kBadInput) naming the field;
 ///   "smollm2"                   the cached real model file (fetched with scripts/fetch-model
 ///                               when missing), BPE + ChatML encoder (spec/tokenizer.md);
 ///   a path ending in ".gguf"    that llama-arch GGUF file, its own tokenizer and template;

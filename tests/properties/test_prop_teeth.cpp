@@ -5,8 +5,10 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <set>
 
 #include "reference/chat.hpp"
+#include "reference/synthetic_spec.hpp"
 #include "tests/properties/mutants.hpp"
 #include "verify/props/counterexample.hpp"
 #include "verify/props/harness.hpp"
@@ -14,15 +16,29 @@
 namespace akv::test {
 namespace {
 
-prop::Outcome run_on_mutant(const std::string& id, Mutation m, const std::string& reproduce = "") {
+// The CI profile's context on mutant `m`: the cpu mutants draw threads and ISAs as "cpu" does.
+prop::Context mutant_context(Mutation m) {
+  prop::Context ctx;
+  if (m == Mutation::kThreadSplit || m == Mutation::kBatchedTail) {
+    ctx.backend = "cpu";
+    ctx.factory = [m](std::shared_ptr<const Model> model, const BackendOptions& opt) {
+      return std::make_unique<MutantCpuBackend>(std::move(model), opt, m);
+    };
+  } else {
+    ctx.backend = "mutant";
+    ctx.factory = [m](std::shared_ptr<const Model> model, const BackendOptions&) {
+      return std::make_unique<MutantBackend>(std::move(model), m);
+    };
+  }
+  return ctx;
+}
+
+prop::Outcome run_in(const std::string& id, const prop::Context& ctx, int cases = 200, const std::string& reproduce = "") {
   const prop::PropertyDef* p = prop::find_property(id);
   EXPECT_NE(p, nullptr);
-  prop::Context ctx;
-  ctx.backend = "mutant";
-  ctx.factory = [m](std::shared_ptr<const Model> model) { return std::make_unique<MutantBackend>(std::move(model), m); };
   rc::detail::TestParams params;
   params.seed = 12345;
-  params.maxSuccess = 200;
+  params.maxSuccess = cases;
   rc::detail::TestListener* quiet = nullptr;
   struct Silent final : rc::detail::TestListener {
     void onTestCaseFinished(const rc::detail::CaseDescription&) override {}
@@ -31,6 +47,25 @@ prop::Outcome run_on_mutant(const std::string& id, Mutation m, const std::string
   } silent;
   quiet = &silent;
   return prop::run_property(*p, ctx, params, quiet, reproduce);
+}
+
+prop::Outcome run_on_mutant(const std::string& id, Mutation m, const std::string& reproduce = "") {
+  return run_in(id, mutant_context(m), 200, reproduce);
+}
+
+// The thread counts of the backends a counterexample made.
+std::set<int> thread_counts(const prop::Counterexample& c) {
+  std::set<int> t;
+  for (const gen::BackendDraw& d : c.backends) t.insert(d.threads);
+  return t;
+}
+
+// Whether a drawn shape has a matmul reduction length (hidden, q_dim, ffn) that is not a
+// multiple of 16: where the batched-tail defect shows.
+bool has_tail(const gen::ModelChoice& m) {
+  if (!is_synthetic_spec(m.config)) return false;
+  const Config c = synthetic_config(m.config);
+  return c.hidden % 16 != 0 || c.q_dim() % 16 != 0 || c.ffn % 16 != 0;
 }
 
 TEST(I1_PropTeeth, ChunkSensitiveBackendIsCaughtAndShrunk) {
@@ -92,6 +127,73 @@ TEST(E1_PropTeeth, WarmStateBackendFailsTheStateMachine) {
   const prop::Outcome o = run_on_mutant("E1_PropStateMachine.CommandSequences", Mutation::kWarmState);
   ASSERT_FALSE(o.passed);
   EXPECT_NE(o.message.find("Append"), std::string::npos) << o.message;  // commands print readably
+}
+
+// A reduction split by the thread count (issue 12): the witness, always 2 threads, passes it;
+// drawn threads (1-4 per backend of a case) catch it in I1 and E1.
+TEST(I1_PropTeeth, ThreadSplitReductionIsCaughtByDrawnThreads) {
+  const prop::Outcome o = run_on_mutant("I1_PropInvariance.Chunkings", Mutation::kThreadSplit);
+  ASSERT_FALSE(o.passed);
+  ASSERT_TRUE(o.counterexample.has_value());
+  EXPECT_GE(thread_counts(*o.counterexample).size(), 2u) << o.message;
+  EXPECT_NE(o.message.find(" threads, isa "), std::string::npos) << o.message;  // the case prints its draws
+  EXPECT_NE(o.message.find("scratch "), std::string::npos) << o.message;
+  EXPECT_LE(o.counterexample->conv.total_tokens(), 2u) << o.message;
+}
+
+TEST(E1_PropTeeth, ThreadSplitReductionIsCaughtByDrawnThreads) {
+  const prop::Outcome o = run_on_mutant("E1_PropEvictEqualsNever.Requests", Mutation::kThreadSplit);
+  ASSERT_FALSE(o.passed);
+  ASSERT_TRUE(o.counterexample.has_value());
+  EXPECT_GE(thread_counts(*o.counterexample).size(), 2u) << o.message;
+}
+
+// The control: with every backend at 2 threads (as the witness runs) the same mutant passes.
+TEST(I1_PropTeeth, ThreadSplitReductionPassesAtOneFixedThreadCount) {
+  prop::Context ctx = mutant_context(Mutation::kThreadSplit);
+  ctx.profile.min_threads = ctx.profile.max_threads = 2;
+  const prop::Outcome o = run_in("I1_PropInvariance.Chunkings", ctx, 60);
+  EXPECT_TRUE(o.passed) << o.message;
+  EXPECT_EQ(o.cases, 60);
+}
+
+// A tail defect (n mod 16 terms summed apart in calls of >= 2 rows): invisible on tiny and
+// small, whose reduction lengths are multiples of 16, caught on drawn shapes.
+TEST(I1_PropTeeth, BatchedTailDefectIsCaughtOnDrawnShapes) {
+  const prop::Outcome o = run_on_mutant("I1_PropInvariance.Chunkings", Mutation::kBatchedTail);
+  ASSERT_FALSE(o.passed);
+  ASSERT_TRUE(o.counterexample.has_value());
+  EXPECT_TRUE(has_tail(o.counterexample->model)) << o.message;
+  EXPECT_NE(o.message.find("model synthetic:hidden="), std::string::npos) << o.message;  // printed as M12 spec
+  // A call of >= 2 rows against calls of one; how many tokens it takes until a rounding of the
+  // tail differs depends on the values (seed 12345: 8 tokens on hidden=4, ffn=17).
+  EXPECT_GE(o.counterexample->conv.total_tokens(), 2u) << o.message;
+  EXPECT_LE(o.counterexample->conv.total_tokens(), 16u) << o.message;
+}
+
+TEST(E1_PropTeeth, BatchedTailDefectIsCaughtAndTheShapeReRuns) {
+  const prop::Outcome o = run_on_mutant("E1_PropEvictEqualsNever.Requests", Mutation::kBatchedTail);
+  ASSERT_FALSE(o.passed);
+  ASSERT_TRUE(o.counterexample.has_value());
+  EXPECT_TRUE(has_tail(o.counterexample->model)) << o.message;
+  // The file names the shape as `akv witness --model` takes it; the real cpu backend is exact on it.
+  const prop::CounterexampleFile f = prop::counterexample_file(*o.counterexample, "E1_PropEvictEqualsNever.Requests", "cpu", o.reproduce);
+  ASSERT_TRUE(f.witness_applies) << f.json;
+  EXPECT_NE(f.witness_args.find("--model synthetic:hidden="), std::string::npos) << f.witness_args;
+  EXPECT_NE(f.witness_args.find("--threads "), std::string::npos) << f.witness_args;
+  EXPECT_NE(f.json.find("\"backends\""), std::string::npos) << f.json;
+  const std::string path = prop::write_counterexample((std::filesystem::temp_directory_path() / "akv_teeth").string(), "tail.json", f);
+  const std::string cmd = std::string(AKV_CLI) + " witness " + path + " " + f.witness_args + " > /dev/null";
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+}
+
+// The control: without drawn shapes (tiny and small only) the tail mutant passes.
+TEST(I1_PropTeeth, BatchedTailDefectPassesOnTheNamedConfigs) {
+  prop::Context ctx = mutant_context(Mutation::kBatchedTail);
+  ctx.profile.shape_per_mille = 0;
+  const prop::Outcome o = run_in("I1_PropInvariance.Chunkings", ctx, 60);
+  EXPECT_TRUE(o.passed) << o.message;
+  EXPECT_EQ(o.cases, 60);
 }
 
 // Every property of the registry runs as a GoogleTest in this binary, under its own name.

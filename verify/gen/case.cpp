@@ -14,6 +14,8 @@ const char* role_name(Role r) {
   return "?";
 }
 
+const char* scratch_kind_name(ScratchKind k) { return k == ScratchKind::kNaN ? "nan" : "stale"; }
+
 const char* request_kind_name(RequestKind k) {
   switch (k) {
     case RequestKind::kOne: return "one";

@@ -36,10 +36,39 @@ struct GenConversation {
   std::vector<Token> tokens_without(const std::vector<size_t>& skip) const;
 };
 
-/// Which model a case runs on: a named config (spec/model.md M2) and a weight seed (M3).
+/// Which model a case runs on: a named config (spec/model.md M2) or a drawn shape as its
+/// spec string ("synthetic:hidden=...", M12), and a weight seed (M3).
 struct ModelChoice {
   std::string config = "tiny";
   uint64_t seed = 1;
+};
+
+/// How a drawn backend's scratch starts: filled with NaN before every call, or never poisoned
+/// and holding what a warm-up call on other tokens left there (spec/properties.md).
+enum class ScratchKind { kNaN, kStale };
+
+/// "nan", "stale".
+const char* scratch_kind_name(ScratchKind k);
+
+/// What a backend lets a case draw: a thread count and an ISA (the cpu backend), or nothing.
+struct BackendKnobs {
+  bool threads = false;            // threads in [Profile::min_threads, max_threads]
+  std::vector<std::string> isas;   // ISA names this machine runs; empty: no ISA option
+};
+
+/// The options of one backend of a case: threads (0 when the backend has none), ISA ("" when
+/// none), and its scratch; kStale runs `warmup` (>= 1 token) on another cache first.
+struct BackendDraw {
+  int threads = 0;
+  std::string isa;
+  ScratchKind scratch = ScratchKind::kNaN;
+  std::vector<Token> warmup;
+};
+
+/// The options of the backends a case makes, in the order it makes them (cycling when it
+/// makes more: verify/props/fixture.hpp backend_for).
+struct BackendDraws {
+  std::vector<BackendDraw> each;
 };
 
 /// The shapes of eviction request the generators draw (issue 3).

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "reference/synthetic_spec.hpp"
 #include "verify/gen/real.hpp"
 
 namespace akv::gen {
@@ -67,18 +68,61 @@ rc::Gen<GenConversation> conversation(const Profile& p, size_t budget, size_t mi
   return rc::gen::suchThat(conv, [=](const GenConversation& c) { return c.nonempty().size() >= min_nonempty; });
 }
 
+rc::Gen<std::string> synthetic_shape() {
+  return rc::gen::exec([]() {
+    Config c = config_by_name("tiny");
+    c.hidden = *rc::gen::inRange(4, 65);
+    c.n_layers = *rc::gen::inRange(1, 4);
+    c.n_kv_heads = *rc::gen::inRange(1, 4);
+    c.n_heads = c.n_kv_heads * *rc::gen::inRange(1, 4);
+    c.head_dim = 2 * *rc::gen::inRange(1, 11);
+    c.ffn = *rc::gen::inRange(4, 97);
+    c.vocab = *rc::gen::inRange(288, 321);
+    return synthetic_spec(c);
+  });
+}
+
 rc::Gen<ModelChoice> model_choice(const Profile& p) {
   if (!p.model.empty()) return rc::gen::just(ModelChoice{p.model, 1});
   const uint64_t max_seed = p.max_seed;
   auto seed = rc::gen::weightedOneOf<uint64_t>({{1, rc::gen::just<uint64_t>(1)}, {3, rc::gen::inRange<uint64_t>(1, max_seed + 1)}});
-  auto config = rc::gen::weightedOneOf<std::string>(
-      {{static_cast<size_t>(1000 - p.small_per_mille), rc::gen::just<std::string>("tiny")},
-       {static_cast<size_t>(std::max(p.small_per_mille, 0)), rc::gen::just<std::string>("small")}});
+  const int small = std::max(p.small_per_mille, 0), shape = std::max(p.shape_per_mille, 0);
+  auto config = rc::gen::weightedOneOf<std::string>({{static_cast<size_t>(std::max(1000 - small - shape, 0)), rc::gen::just<std::string>("tiny")},
+                                                     {static_cast<size_t>(small), rc::gen::just<std::string>("small")},
+                                                     {static_cast<size_t>(shape), synthetic_shape()}});
   return rc::gen::apply([](std::string c, uint64_t s) { return ModelChoice{std::move(c), s}; }, config, seed);
 }
 
 size_t budget_for(const Profile& p, const ModelChoice& m) {
-  return p.model.empty() && m.config == "small" ? p.small_max_total : p.max_total;
+  if (!p.model.empty()) return p.max_total;
+  if (m.config == "small") return p.small_max_total;
+  if (is_synthetic_spec(m.config)) return p.shape_max_total;
+  return p.max_total;
+}
+
+size_t state_budget_for(const Profile& p, const ModelChoice& m) {
+  if (!p.model.empty()) return p.state_max_total;
+  if (m.config == "small") return p.small_max_total;
+  if (is_synthetic_spec(m.config)) return std::min(p.shape_max_total, p.state_max_total);
+  return p.state_max_total;
+}
+
+rc::Gen<BackendDraw> backend_draw(const Profile& p, const BackendKnobs& k) {
+  const int lo = p.min_threads, hi = p.max_threads, vocab = p.vocab;
+  return rc::gen::exec([=]() {
+    BackendDraw d;
+    if (k.threads) d.threads = *rc::gen::inRange(lo, hi + 1);
+    if (!k.isas.empty()) d.isa = *rc::gen::elementOf(k.isas);
+    d.scratch = *rc::gen::element(ScratchKind::kNaN, ScratchKind::kStale);
+    if (d.scratch == ScratchKind::kStale)
+      d.warmup = *rc::gen::container<std::vector<Token>>(*rc::gen::inRange(1, 17), token(vocab));
+    return d;
+  });
+}
+
+rc::Gen<BackendDraws> backend_draws(const Profile& p, const BackendKnobs& k) {
+  return rc::gen::map(rc::gen::container<std::vector<BackendDraw>>(4, backend_draw(p, k)),
+                      [](std::vector<BackendDraw> v) { return BackendDraws{std::move(v)}; });
 }
 
 rc::Gen<GenConversation> real_conversation(const Profile& p, size_t budget) {

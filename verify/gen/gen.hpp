@@ -22,11 +22,29 @@ rc::Gen<GenSpan> span(size_t max_len, int vocab = 288);
 /// (spans past the budget are dropped). `min_nonempty` spans hold >= 1 token (redrawn if not).
 rc::Gen<GenConversation> conversation(const Profile& p, size_t budget, size_t min_nonempty = 1);
 
-/// The model of a case: tiny mostly, small now and then; seed in [1, p.max_seed].
+/// The model of a case: tiny mostly, small now and then (p.small_per_mille), a drawn shape
+/// p.shape_per_mille of the time; seed in [1, p.max_seed].
 rc::Gen<ModelChoice> model_choice(const Profile& p);
+
+/// A small synthetic shape (spec/model.md M12) as its spec string: hidden 4-64, layers 1-3,
+/// kv_heads 1-3, heads = kv_heads * (1-3), head_dim 2-20 even, ffn 4-96, vocab 288-320; most
+/// have reduction lengths (hidden, q_dim, ffn) that are not multiples of 16. Shrinks towards
+/// the smallest.
+rc::Gen<std::string> synthetic_shape();
 
 /// The token budget of a conversation on `m` under `p`.
 size_t budget_for(const Profile& p, const ModelChoice& m);
+
+/// The cache bound of the stateful property on `m` under `p`.
+size_t state_budget_for(const Profile& p, const ModelChoice& m);
+
+/// One backend's options under `k`: threads in [p.min_threads, p.max_threads] when the
+/// backend has them, an ISA of k.isas, NaN or stale scratch (half each; a stale one's warm-up
+/// is 1-16 tokens of [0, p.vocab)). Shrinks towards 1 thread, the first ISA, NaN.
+rc::Gen<BackendDraw> backend_draw(const Profile& p, const BackendKnobs& k);
+
+/// Four backend draws: enough for every backend a property makes (more cycle).
+rc::Gen<BackendDraws> backend_draws(const Profile& p, const BackendKnobs& k);
 
 /// A conversation cut from a bundled real one (examples/conversations/*.json, encoded by
 /// spec/model.md M5): a window of consecutive messages, each span cut to at most

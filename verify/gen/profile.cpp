@@ -15,6 +15,8 @@ Profile ci_profile() {
   p.max_seed = 1000;
   p.max_commands = 24;
   p.state_max_total = 256;
+  p.shape_per_mille = 250;
+  p.shape_max_total = 96;
   return p;
 }
 
@@ -43,6 +45,8 @@ Profile long_profile() {
   p.max_commands = 60;
   p.state_max_total = 16384;
   p.fill_per_mille = 250;  // a quarter of the cases end exactly at the budget: the full context
+  p.shape_per_mille = 250;
+  p.shape_max_total = 2048;
   return p;
 }
 

@@ -19,9 +19,14 @@ struct Profile {
   int fill_per_mille = 0;       // how often a conversation is padded with a last span to exactly its budget
   std::string model;            // non-empty: every case runs on this model (verify/models.hpp), budget max_total
   int vocab = 288;              // token ids are drawn from [0, vocab)
+  int shape_per_mille = 0;      // how often a drawn shape (spec/model.md M12) replaces tiny/small
+  size_t shape_max_total = 0;   // tokens per conversation (and stateful cache bound) on a drawn shape
+  int min_threads = 1;          // backends with threads draw them from [min_threads, max_threads]
+  int max_threads = 4;
 };
 
-/// "ci": tiny model up to 640 tokens, the small model 1 case in 25 with <= 24 tokens.
+/// "ci": tiny model up to 640 tokens, the small model 1 case in 25 with <= 24 tokens, a drawn
+/// shape 1 case in 4 with <= 96 tokens; 1-4 threads.
 Profile ci_profile();
 
 /// "long": span lengths up to 2048 so a conversation reaches the 16384-token context.

@@ -43,6 +43,21 @@ void showValue(const GenConversation& c, std::ostream& os) {
 
 void showValue(const ModelChoice& m, std::ostream& os) { os << "model " << m.config << ", weight seed " << m.seed; }
 
+void showValue(const BackendDraw& d, std::ostream& os) {
+  if (d.threads > 0) os << d.threads << (d.threads == 1 ? " thread, " : " threads, ");
+  if (!d.isa.empty()) os << "isa " << d.isa << ", ";
+  os << "scratch " << scratch_kind_name(d.scratch);
+  if (d.scratch == ScratchKind::kStale) os << " after a warm-up call on " << quote_tokens(d.warmup);
+}
+
+void showValue(const BackendDraws& d, std::ostream& os) {
+  os << "backend options, in the order the case makes its backends:";
+  for (size_t i = 0; i < d.each.size(); ++i) {
+    os << "\n    backend " << i << ": ";
+    showValue(d.each[i], os);
+  }
+}
+
 void showValue(const EvictRequest& r, std::ostream& os) {
   os << "evict (" << request_kind_name(r.kind) << ") spans {";
   for (size_t i = 0; i < r.spans.size(); ++i) os << (i ? ", " : "") << r.spans[i];

@@ -19,5 +19,8 @@ void showValue(const ModelChoice& m, std::ostream& os);
 void showValue(const EvictRequest& r, std::ostream& os);
 void showValue(const Chunking& c, std::ostream& os);
 void showValue(Role r, std::ostream& os);
+/// "cpu options: 3 threads, isa avx2, scratch stale after 5 warm-up tokens".
+void showValue(const BackendDraw& d, std::ostream& os);
+void showValue(const BackendDraws& d, std::ostream& os);
 
 }  // namespace akv::gen

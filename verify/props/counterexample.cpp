@@ -30,9 +30,21 @@ CounterexampleFile counterexample_file(const Counterexample& c, const std::strin
   for (size_t i : f.evict) ev += (ev.empty() ? "" : ",") + std::to_string(i);
   f.witness_args = (ev.empty() ? std::string() : "--evict " + ev + " ") + "--model " + c.model.config + " --seed " +
                    std::to_string(c.model.seed) + " --backend " + backend;
+  // The witness runs both builds with one set of options: the first backend's.
+  if (!c.backends.empty() && c.backends[0].threads > 0) f.witness_args += " --threads " + std::to_string(c.backends[0].threads);
+  if (!c.backends.empty() && !c.backends[0].isa.empty()) f.witness_args += " --isa " + c.backends[0].isa;
+  json backends = json::array();
+  for (const gen::BackendDraw& d : c.backends) {
+    json b = {{"scratch", gen::scratch_kind_name(d.scratch)}};
+    if (d.threads > 0) b["threads"] = d.threads;
+    if (!d.isa.empty()) b["isa"] = d.isa;
+    if (d.scratch == gen::ScratchKind::kStale) b["warmup_tokens"] = d.warmup;
+    backends.push_back(b);
+  }
   json meta = {{"property", property_id}, {"backend", backend},          {"model", c.model.config},
                {"seed", c.model.seed},    {"reproduce", reproduce},      {"note", c.note},
-               {"span_indexes_evicted", c.evict}, {"witness_applies", f.witness_applies}, {"witness_args", f.witness_args}};
+               {"span_indexes_evicted", c.evict}, {"witness_applies", f.witness_applies}, {"witness_args", f.witness_args},
+               {"backends", backends}};
   f.json = json{{"messages", messages}, {"poisoned", f.evict}, {"akv_counterexample", meta}}.dump(1);
   return f;
 }

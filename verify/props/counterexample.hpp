@@ -13,12 +13,14 @@ struct CounterexampleFile {
   std::string json;             // {"messages": [{"role", "tokens"}...], "poisoned": [...], "akv_counterexample": {...}}
   std::vector<size_t> evict;    // message indexes of the file (empty spans are left out)
   bool witness_applies = false; // at least one span evicted and one kept
-  std::string witness_args;     // "--evict 1,3 --model tiny --seed 7 --backend reference"
+  std::string witness_args;     // "--evict 1,3 --model tiny --seed 7 --backend cpu --threads 3 --isa avx2"
 };
 
 /// Builds the file: one message per non-empty span, with raw "tokens" (spec/model.md M5),
 /// the evicted ones as "poisoned", and an "akv_counterexample" object (property, backend,
-/// model, seed, reproduce string, note, the original span indexes) that the parser ignores.
+/// model (a name or a "synthetic:" shape, M12), seed, reproduce string, note, the original
+/// span indexes, each backend's threads, ISA and scratch) that the parser ignores. The
+/// witness arguments carry the first backend's threads and ISA.
 CounterexampleFile counterexample_file(const Counterexample& c, const std::string& property_id,
                                        const std::string& backend, const std::string& reproduce);
 

@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <mutex>
 
+#include "optimized/cpu/isa.hpp"
 #include "verify/backends.hpp"
 #include "verify/check/same_bits.hpp"
 #include "verify/models.hpp"
@@ -22,14 +24,55 @@ std::shared_ptr<const Model> model_for(const gen::ModelChoice& m) {
 }
 
 namespace {
-thread_local std::function<std::unique_ptr<Backend>(std::shared_ptr<const Model>)> g_factory;
+thread_local BackendFactory g_factory;
+thread_local gen::BackendDraws g_draws;
+thread_local size_t g_next_draw = 0;
+
+// The scratch a draw asks for (I1: no result may depend on it).
+void prepare_scratch(Backend& b, const gen::BackendDraw& d) {
+  if (d.scratch == gen::ScratchKind::kNaN) {
+    b.set_scratch_poison(std::numeric_limits<float>::quiet_NaN());
+    return;
+  }
+  b.set_scratch_poison(std::nullopt);
+  std::vector<Token> warm;
+  for (Token t : d.warmup)
+    if (t < b.model().config.vocab) warm.push_back(t);
+  if (warm.empty()) return;
+  KVCache other(b.model().config);
+  std::vector<float> logits(warm.size() * static_cast<size_t>(b.model().config.vocab));
+  b.forward(other, warm, logits);
+}
+}  // namespace
+
+void set_backend_factory(BackendFactory f) { g_factory = std::move(f); }
+
+void use_backend_draws(gen::BackendDraws d) {
+  g_draws = std::move(d);
+  g_next_draw = 0;
 }
 
-void set_backend_factory(std::function<std::unique_ptr<Backend>(std::shared_ptr<const Model>)> f) { g_factory = std::move(f); }
+std::vector<gen::BackendDraw> used_backend_draws() {
+  const size_t n = std::min(g_next_draw, g_draws.each.size());
+  return {g_draws.each.begin(), g_draws.each.begin() + static_cast<std::ptrdiff_t>(n)};
+}
+
+gen::BackendKnobs backend_knobs(const std::string& backend) {
+  gen::BackendKnobs k;
+  if (backend != "cpu") return k;
+  k.threads = true;
+  for (cpu::Isa i : cpu::supported_isas()) k.isas.push_back(cpu::isa_name(i));
+  return k;
+}
 
 std::unique_ptr<Backend> backend_for(const std::string& name, std::shared_ptr<const Model> model) {
-  if (g_factory) return g_factory(std::move(model));
-  return make_backend(name, std::move(model));
+  const gen::BackendDraw* d = g_draws.each.empty() ? nullptr : &g_draws.each[g_next_draw++ % g_draws.each.size()];
+  BackendOptions opt;
+  if (d && d->threads > 0) opt.threads = d->threads;
+  if (d && !d->isa.empty()) opt.isa = d->isa;
+  std::unique_ptr<Backend> b = g_factory ? g_factory(std::move(model), opt) : make_backend(name, std::move(model), opt);
+  if (d) prepare_scratch(*b, *d);
+  return b;
 }
 
 void build(Session& s, const gen::GenConversation& conv, const std::vector<size_t>& skip) {

@@ -9,6 +9,7 @@
 #include "reference/backend.hpp"
 #include "reference/session.hpp"
 #include "verify/check/run.hpp"
+#include "verify/backends.hpp"
 #include "verify/gen/case.hpp"
 
 namespace akv::prop {
@@ -16,13 +17,28 @@ namespace akv::prop {
 /// The model of `m`, built once per process per (config, seed).
 std::shared_ptr<const Model> model_for(const gen::ModelChoice& m);
 
+/// Makes a backend from a model and its options (a Context's factory: a broken backend).
+using BackendFactory = std::function<std::unique_ptr<Backend>(std::shared_ptr<const Model>, const BackendOptions&)>;
+
 /// A fresh backend `name` on `model` (verify/backends.hpp), or from the factory of the
-/// running property's Context when it has one; Error(kUnknownBackend) if unknown,
-/// Error(kBackendUnavailable) if this build or machine lacks it.
+/// running property's Context when it has one, made with the next of the case's backend draws
+/// (use_backend_draws; cycling): its threads and ISA, then its scratch: NaN before every call,
+/// or unpoisoned after a warm-up call on the draw's tokens (those below the model's vocab) on
+/// another cache. Without draws: default options and scratch. Error(kUnknownBackend) if
+/// unknown, Error(kBackendUnavailable) if this build or machine lacks it.
 std::unique_ptr<Backend> backend_for(const std::string& name, std::shared_ptr<const Model> model);
 
 /// Sets the factory backend_for uses (null: by name); the harness sets it per property run.
-void set_backend_factory(std::function<std::unique_ptr<Backend>(std::shared_ptr<const Model>)> f);
+void set_backend_factory(BackendFactory f);
+
+/// The backend draws of the running case (empty: none), restarting the count of those used.
+void use_backend_draws(gen::BackendDraws d);
+
+/// The draws backend_for has used in the running case, in order (at most one cycle).
+std::vector<gen::BackendDraw> used_backend_draws();
+
+/// What `backend` lets a case draw: threads and this machine's ISAs for "cpu", nothing else.
+gen::BackendKnobs backend_knobs(const std::string& backend);
 
 /// Appends every non-empty span of `conv` whose index is not in `skip` (sorted), one
 /// append per span, span id = index.

@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "verify/gen/gen.hpp"
 #include "verify/props/fixture.hpp"
 #include "verify/props/registry.hpp"
 
@@ -58,17 +59,24 @@ Outcome run_property(const PropertyDef& p, const Context& ctx, const rc::detail:
                      rc::detail::TestListener* listener, const std::string& reproduce) {
   g_failed.reset();
   set_backend_factory(ctx.factory);
-  auto testable = [&p, &ctx]() {
+  const gen::BackendKnobs knobs = ctx.knobs ? *ctx.knobs : backend_knobs(ctx.backend);
+  auto testable = [&p, &ctx, &knobs]() {
     g_pending.reset();
+    // Every case draws its backends' threads, ISA and scratch first (spec/properties.md).
+    use_backend_draws(*gen::backend_draws(ctx.profile, knobs));
+    const auto failed = [] {
+      g_failed = g_pending;
+      if (g_failed) g_failed->backends = used_backend_draws();
+    };
     try {
       p.body(ctx);
     } catch (const rc::detail::CaseResult& r) {
-      if (r.type == rc::detail::CaseResult::Type::Failure) g_failed = g_pending;
+      if (r.type == rc::detail::CaseResult::Type::Failure) failed();
       throw;
     } catch (const rc::GenerationFailure&) {
       throw;
     } catch (...) {
-      g_failed = g_pending;
+      failed();
       throw;
     }
   };
@@ -79,6 +87,7 @@ Outcome run_property(const PropertyDef& p, const Context& ctx, const rc::detail:
   const auto replay = reproduce.empty() ? rc::detail::configuration().reproduce : rc::detail::stringToReproduceMap(reproduce);
   const rc::detail::TestResult result = rc::detail::checkProperty(rc::detail::toProperty(testable), meta, params, l, replay);
   set_backend_factory(nullptr);
+  use_backend_draws({});
   Outcome o;
   std::ostringstream msg;
   rc::detail::printResultMessage(result, msg);

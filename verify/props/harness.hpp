@@ -12,25 +12,30 @@
 #include "reference/backend.hpp"
 #include "verify/gen/case.hpp"
 #include "verify/gen/profile.hpp"
+#include "verify/props/fixture.hpp"
 
 namespace akv::prop {
 
 /// What a property runs against: a backend by name and a generator profile. `factory`,
 /// when set, makes the backends instead of verify/backends.hpp (the suite's own tests use
-/// it to run the properties against deliberately broken backends).
+/// it to run the properties against deliberately broken backends). `knobs`, when set, says
+/// what each case draws for its backends in place of backend_knobs(backend).
 struct Context {
   std::string backend = "reference";
   gen::Profile profile = gen::ci_profile();
-  std::function<std::unique_ptr<Backend>(std::shared_ptr<const Model>)> factory;
+  BackendFactory factory;
+  std::optional<gen::BackendKnobs> knobs;
 };
 
 /// A generated case in the form `akv witness` re-runs: conversation, spans to evict (indexes,
-/// possibly of empty spans), model; `note` says what was compared (e.g. a command log).
+/// possibly of empty spans), model; `note` says what was compared (e.g. a command log);
+/// `backends`: the options of the backends the case made (the harness fills it).
 struct Counterexample {
   gen::ModelChoice model;
   gen::GenConversation conv;
   std::vector<size_t> evict;
   std::string note;
+  std::vector<gen::BackendDraw> backends;
 };
 
 /// Called by a property body once its case is drawn (again when it changes); the last one

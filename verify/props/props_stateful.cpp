@@ -213,7 +213,7 @@ void command_sequences(const Context& ctx) {
   sut.engine = backend_for(ctx.backend, sut.model);
   sut.session = std::make_unique<Session>(*sut.engine);
   CacheModel initial;
-  initial.budget = sut.choice.config == "small" ? ctx.profile.small_max_total : ctx.profile.state_max_total;
+  initial.budget = gen::state_budget_for(ctx.profile, sut.choice);
   const int max_cmds = static_cast<int>(ctx.profile.max_commands);
   const auto cmds = *rc::gen::withSize([=](int size) {
     return rc::gen::resize(std::min(size, max_cmds),
