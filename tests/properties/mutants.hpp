@@ -103,6 +103,11 @@ class MutantCpuBackend final : public Backend {
     inner_ = cpu::make_cpu_backend(std::move(model), {opt.isa, threads, &table_});
   }
   std::string name() const override { return "cpu-mutant"; }
+  BackendDescription describe() const override {
+    BackendDescription d = inner_->describe();
+    d.name = name();
+    return d;
+  }
   const Model& model() const override { return inner_->model(); }
   void set_scratch_poison(std::optional<float> v) override { inner_->set_scratch_poison(v); }
   void forward_rows(KVCache& cache, std::span<const Token> tokens, RowList rows, std::span<float> logits) override {
