@@ -417,9 +417,9 @@ inline constexpr int kLaneMinStates = 12;
 // tree. Its chains A_L, A_{L+8} (fma(q[16b + l], k[16b + l], .) over b = 0..C-1 from +0) meet as
 // S_L = A_L + A_{L+8}, and S_L enters K2's tree at once, the pairs taken in the order
 // L = 0, 4, 2, 6, 1, 5, 3, 7 so that each add has its operands, lower lane first:
-// T0 = S0 + S4, T2 = S2 + S6, U0 = T0 + T2, T1 = S1 + S5, T3 = S3 + S7, U1 = T1 + T3, and the
-// dot U0 + U1. Partial sums wait in e (S0, T0, U0; the dot of key p at e[p*es]), t1 (S2, S1, T1)
-// and t3 (S3), rows (p - j0)*es. The step's 2*C*NV query rows stay in registers for all keys.
+// t_0 = s_0 + s_4, t_2 = s_2 + s_6, u_0 = t_0 + t_2, t_1 = s_1 + s_5, t_3 = s_3 + s_7, u_1 = t_1 + t_3, and the
+// dot u_0 + u_1. Partial sums wait in e (s_0, t_0, u_0; the dot of key p at e[p*es]), t1 (s_2, s_1, t_1)
+// and t3 (s_3), rows (p - j0)*es. The step's 2*C*NV query rows stay in registers for all keys.
 template <class S, int C, int NV, int L>
 void lane_pair(const float* qt, int es, const float* kb, int stride, int j0, int j1, float* e, float* t1, float* t3) {
   using V = typename S::V;
@@ -442,13 +442,13 @@ void lane_pair(const float* qt, int es, const float* kb, int stride, int j0, int
       float* pe = e + static_cast<size_t>(j) * es + v * kLanes;
       float* p1 = t1 + static_cast<size_t>(j - j0) * es + v * kLanes;
       float* p3 = t3 + static_cast<size_t>(j - j0) * es + v * kLanes;
-      if constexpr (L == 0) S::store(pe, sl);                                        // S0
-      if constexpr (L == 4) S::store(pe, S::add(S::load(pe), sl));                   // T0
-      if constexpr (L == 2 || L == 1) S::store(p1, sl);                              // S2, S1
-      if constexpr (L == 6) S::store(pe, S::add(S::load(pe), S::add(S::load(p1), sl)));  // U0
-      if constexpr (L == 5) S::store(p1, S::add(S::load(p1), sl));                   // T1
-      if constexpr (L == 3) S::store(p3, sl);                                        // S3
-      if constexpr (L == 7)                                                          // U0 + U1
+      if constexpr (L == 0) S::store(pe, sl);                                        // s_0
+      if constexpr (L == 4) S::store(pe, S::add(S::load(pe), sl));                   // t_0
+      if constexpr (L == 2 || L == 1) S::store(p1, sl);                              // s_2, s_1
+      if constexpr (L == 6) S::store(pe, S::add(S::load(pe), S::add(S::load(p1), sl)));  // u_0
+      if constexpr (L == 5) S::store(p1, S::add(S::load(p1), sl));                   // t_1
+      if constexpr (L == 3) S::store(p3, sl);                                        // s_3
+      if constexpr (L == 7)                                                          // u_0 + u_1
         S::store(pe, S::add(S::load(pe), S::add(S::load(p1), S::add(S::load(p3), sl))));
     }
   }
