@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "reference/backend.hpp"
+#include "reference/token_stream.hpp"
 
 namespace akv::check {
 
@@ -38,14 +39,6 @@ namespace akv::check {
 
 /// A deterministic token sequence of length n over [0, vocab) from `seed` (an LCG): the
 /// inputs of the invariance checks, reproducible on every machine.
-inline std::vector<Token> tokens(size_t n, uint32_t seed, int vocab) {
-  std::vector<Token> t(n);
-  uint32_t x = seed * 2654435761u + 1;
-  for (auto& v : t) {
-    x = x * 1664525u + 1013904223u;
-    v = static_cast<Token>((x >> 8) % static_cast<uint32_t>(vocab));
-  }
-  return t;
-}
+inline std::vector<Token> tokens(size_t n, uint32_t seed, int vocab) { return lcg_tokens<Token>(n, seed, vocab); }
 
 }  // namespace akv::check

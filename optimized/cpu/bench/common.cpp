@@ -3,17 +3,11 @@
 #include <fstream>
 #include <sys/resource.h>
 
+#include "reference/token_stream.hpp"
+
 namespace akv::bench {
 
-std::vector<Token> random_tokens(size_t n, uint32_t seed, int vocab) {
-  std::vector<Token> t(n);
-  uint32_t x = seed * 2654435761u + 1;
-  for (auto& v : t) {
-    x = x * 1664525u + 1013904223u;
-    v = static_cast<Token>((x >> 8) % static_cast<uint32_t>(vocab));
-  }
-  return t;
-}
+std::vector<Token> random_tokens(size_t n, uint32_t seed, int vocab) { return lcg_tokens<Token>(n, seed, vocab); }
 
 double flops(const Config& c, size_t p0, size_t m, size_t out_rows) {
   const double mm = double(c.hidden) * (c.q_dim() + 2 * c.kv_dim()) + double(c.q_dim()) * c.hidden + 3.0 * c.hidden * c.ffn;
