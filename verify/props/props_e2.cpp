@@ -52,6 +52,15 @@ gen::EvictRequest applicable_request(const gen::GenConversation& conv) {
   });
 }
 
+// E2 stays on the named configs (with drawn weight seeds): a drawn shape can be so small that
+// the control legitimately cannot move, e.g. one layer over a conversation of one repeated
+// token, where every value row is the same and attention returns it whatever the scores
+// (found by CI, seed 17682443928820587167). E1 and I1 run on the drawn shapes.
+gen::ModelChoice named(gen::ModelChoice m) {
+  if (m.config.rfind("synthetic:", 0) == 0) m.config = "tiny";
+  return m;
+}
+
 void default_weights(const Context& ctx) {
   Drawn c = draw_case(ctx, 2);
   const size_t budget = gen::budget_for(ctx.profile, gen::ModelChoice{});
@@ -61,12 +70,14 @@ void default_weights(const Context& ctx) {
 }
 
 void drawn_weights(const Context& ctx) {
-  const Drawn c = draw_case(ctx, 2);
+  Drawn c = draw_case(ctx, 2);
+  c.model = named(c.model);
   check_moves(ctx, c.model, c.conv, applicable_request(c.conv));
 }
 
 void real_conversations(const Context& ctx) {
   Drawn c = draw_case(ctx, 2, true);
+  c.model = named(c.model);
   check_moves(ctx, c.model, c.conv, applicable_request(c.conv));
 }
 
