@@ -2,7 +2,8 @@
 # temporary prefix, move the prefix (the package must be relocatable), configure
 # examples/gate-kernels against it, build it and run its ctest. Passes only when the example
 # found this install, ctest ran exactly one test, gate_example, and the gate passed on the
-# example's library (its table name in the gate's output).
+# example's library (its table name in the gate's output); and a copy of the example with an
+# M-dependent matmul fails that test.
 # cmake -DAKV_BUILD=<akv build dir> -DAKV_EXAMPLE=<examples/gate-kernels> -DWORK=<scratch dir>
 #       -DGENERATOR=<cmake generator> -P gate_package.cmake
 foreach(v AKV_BUILD AKV_EXAMPLE WORK GENERATOR)
@@ -40,25 +41,51 @@ foreach(f IN LISTS cmake_files)
   endif()
 endforeach()
 
-set(build ${WORK}/example)
-run("configuring examples/gate-kernels" ${CMAKE_COMMAND} -S ${AKV_EXAMPLE} -B ${build} -G ${GENERATOR}
-    -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH=${prefix})
-file(STRINGS ${build}/CMakeCache.txt akv_dir REGEX "^akv_DIR:")
-if(NOT akv_dir STREQUAL "akv_DIR:PATH=${prefix}/lib/cmake/akv")
-  message(FATAL_ERROR "gate_package: the example found another akv: '${akv_dir}', not ${prefix}")
-endif()
-run("building examples/gate-kernels" ${CMAKE_COMMAND} --build ${build})
+# Configures and builds the example project `src` against the relocated prefix in `build`.
+function(build_example src build)
+  run("configuring ${src}" ${CMAKE_COMMAND} -S ${src} -B ${build} -G ${GENERATOR}
+      -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH=${prefix})
+  file(STRINGS ${build}/CMakeCache.txt akv_dir REGEX "^akv_DIR:")
+  if(NOT akv_dir STREQUAL "akv_DIR:PATH=${prefix}/lib/cmake/akv")
+    message(FATAL_ERROR "gate_package: ${src} found another akv: '${akv_dir}', not ${prefix}")
+  endif()
+  run("building ${src}" ${CMAKE_COMMAND} --build ${build})
+  run("listing the tests of ${src}" ${CMAKE_CTEST_COMMAND} --test-dir ${build} -N)
+  if(NOT run_out MATCHES "Test +#1: gate_example\n" OR NOT run_out MATCHES "Total Tests: 1\n")
+    message(FATAL_ERROR "gate_package: ${src} registers other than the one test gate_example:\n${run_out}")
+  endif()
+endfunction()
 
-run("listing the example's tests" ${CMAKE_CTEST_COMMAND} --test-dir ${build} -N)
-if(NOT run_out MATCHES "Test +#1: gate_example\n" OR NOT run_out MATCHES "Total Tests: 1\n")
-  message(FATAL_ERROR "gate_package: the example registers other than the one test gate_example:\n${run_out}")
-endif()
+set(build ${WORK}/example)
+build_example(${AKV_EXAMPLE} ${build})
 run("the example's gate test" ${CMAKE_CTEST_COMMAND} --test-dir ${build} -V)
-if(NOT run_out MATCHES "100% tests passed, 0 tests failed out of 1\n")
-  message(FATAL_ERROR "gate_package: the example's ctest did not pass exactly one test:\n${run_out}")
+foreach(want "100% tests passed, 0 tests failed out of 1\n"
+             "akv gate: [^\n]*/libexample_kernels.so \\(example-fma-chain\\), ops matmul,rmsnorm,"
+             "\n1: akv gate: PASS: ")
+  if(NOT run_out MATCHES "${want}")
+    message(FATAL_ERROR "gate_package: the example's ctest output lacks '${want}' (did the gate run on "
+                        "the example's library and pass?):\n${run_out}")
+  endif()
+endforeach()
+
+# Teeth: the same project with an M-dependent matmul (a separate multiply and add when the call
+# has more than one row) must fail its gate test, so a pass above is the gate's verdict.
+file(READ ${AKV_EXAMPLE}/kernels.c source)
+set(chain "acc = fmaf(x[k], w[k], acc);")
+string(FIND "${source}" "${chain}" at)
+if(at EQUAL -1)
+  message(FATAL_ERROR "gate_package: examples/gate-kernels/kernels.c has no '${chain}' to break")
 endif()
-if(NOT run_out MATCHES "example-fma-chain")
-  message(FATAL_ERROR "gate_package: the gate's output does not name the example's kernels "
-                      "(example-fma-chain): did it load the library?\n${run_out}")
+string(REPLACE "${chain}" "acc = M > 1 ? acc + x[k] * w[k] : fmaf(x[k], w[k], acc);" source "${source}")
+file(COPY ${AKV_EXAMPLE}/CMakeLists.txt DESTINATION ${WORK}/broken-src)
+file(WRITE ${WORK}/broken-src/kernels.c "${source}")
+build_example(${WORK}/broken-src ${WORK}/broken)
+execute_process(COMMAND ${CMAKE_CTEST_COMMAND} --test-dir ${WORK}/broken -V
+                RESULT_VARIABLE rc OUTPUT_VARIABLE broken_out ERROR_VARIABLE broken_out)
+if(rc EQUAL 0 OR NOT broken_out MATCHES "0% tests passed, 1 tests failed out of 1\n"
+   OR NOT broken_out MATCHES "\n1: FAIL GT2.matmul.rows")
+  message(FATAL_ERROR "gate_package: the example with an M-dependent matmul did not fail its gate "
+                      "test on GT2.matmul.rows (ctest exit ${rc}):\n${broken_out}")
 endif()
-message(STATUS "gate_package: installed, relocated, found, built; gate_example passed:\n${run_out}")
+message(STATUS "gate_package: installed, relocated, found, built; gate_example passed:\n${run_out}"
+               "the M-dependent copy failed GT2.matmul.rows, as it must.")
