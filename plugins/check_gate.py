@@ -2,8 +2,8 @@
 """Runs `akv gate --kernels LIB --json ARGS...` and checks its outcome (the CTest driver of the
 plugins' gate tests, plugins/CMakeLists.txt akv_gate_test).
 
---expect 0: the gate passes; --expect 1: it rejects, and every --property P is among the failed
-checks; --expect verdict: either (a third-party finding is a result, not a test failure). In
+--expect 0: the gate passes; --expect 1: it rejects, every --property P is among the failed
+checks and one failure's message contains --message; --expect verdict: either (a third-party finding is a result, not a test failure). In
 every case the exit status must agree with the JSON verdict, and the checks must have run
 cases (a gate that checked nothing does not count). Exit 0 when all of this holds, 1 when not.
 """
@@ -25,6 +25,7 @@ def main():
     ap.add_argument("--kernels", required=True)
     ap.add_argument("--expect", required=True, choices=["0", "1", "verdict"])
     ap.add_argument("--property", action="append", default=[])
+    ap.add_argument("--message", help="a failed check's message must contain it")
     ap.add_argument("args", nargs="*")
     a = ap.parse_args()
     cmd = [a.akv, "gate", "--kernels", a.kernels, "--json", *a.args]
@@ -55,6 +56,8 @@ def main():
     for want in a.property:
         if not any(property_matches(str(c.get("property", "")), want) for c in failed):
             problems.append(f"property {want} is not among the failures")
+    if a.message and not any(a.message in str(c.get("message", "")) for c in failed):
+        problems.append(f"no failure's message contains {a.message!r}")
     for msg in problems:
         print("check_gate: " + msg)
     return 1 if problems else 0

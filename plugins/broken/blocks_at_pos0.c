@@ -3,7 +3,10 @@
  * query gets other block sums in a prefill chunk than in decode (GT2: where a call starts). */
 #include "sound_base.h"
 
-static int block_start_at_call(int32_t p, int32_t pos0) { return (p - pos0) % SB_KEY_BLOCK == 0; }
+static int block_start_at_call(int32_t p, int32_t pos0, int32_t n_pos) {
+  (void)n_pos;
+  return (p - pos0) % SB_KEY_BLOCK == 0;
+}
 
 static void attention(void* ctx, float* out, size_t ldo, const float* q, size_t ldq, const float* k, const float* v,
                       size_t ldkv, const uint8_t* mask, int32_t M, int32_t pos0, int32_t heads, int32_t kv_heads,

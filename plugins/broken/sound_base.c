@@ -128,14 +128,14 @@ void sb_add(void* ctx, float* x, const float* y, int32_t n) {
   for (int32_t j = 0; j < n; ++j) x[j] = x[j] + y[j];
 }
 
-int sb_block_start_absolute(int32_t p, int32_t pos0) {
-  (void)pos0;
+int sb_block_start_absolute(int32_t p, int32_t pos0, int32_t n_pos) {
+  (void)pos0, (void)n_pos;
   return p % SB_KEY_BLOCK == 0;
 }
 
 void sb_attention_head(float* out, const float* q, const float* k, const float* v, size_t ldkv, const uint8_t* mask,
                        int32_t n_pos, int32_t pos0, int32_t head_dim, float scale, float* att, float* acc,
-                       int (*block_start)(int32_t p, int32_t pos0)) {
+                       int (*block_start)(int32_t p, int32_t pos0, int32_t n_pos)) {
   for (int32_t p = 0; p < n_pos; ++p) {
     const float* kp = k + (size_t)p * ldkv;
     float dot = 0.0f;
@@ -146,7 +146,7 @@ void sb_attention_head(float* out, const float* q, const float* k, const float* 
   for (int32_t p = 1; p < n_pos; ++p) mx = mx < att[p] ? att[p] : mx;
   float total = 0.0f, block = 0.0f;
   for (int32_t p = 0; p < n_pos; ++p) {
-    if (p > 0 && block_start(p, pos0)) total = total + block, block = 0.0f;
+    if (p > 0 && block_start(p, pos0, n_pos)) total = total + block, block = 0.0f;
     att[p] = akv_expf(att[p] - mx);
     block = block + att[p];
   }
@@ -155,7 +155,7 @@ void sb_attention_head(float* out, const float* q, const float* k, const float* 
   for (int32_t i = 0; i < head_dim; ++i) out[i] = 0.0f, acc[i] = 0.0f;
   for (int32_t p = 0; p < n_pos; ++p) {
     const float* vp = v + (size_t)p * ldkv;
-    if (p > 0 && block_start(p, pos0))
+    if (p > 0 && block_start(p, pos0, n_pos))
       for (int32_t i = 0; i < head_dim; ++i) out[i] = out[i] + acc[i], acc[i] = 0.0f;
     for (int32_t i = 0; i < head_dim; ++i) acc[i] = acc[i] + att[p] * vp[i];
   }

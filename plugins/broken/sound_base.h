@@ -51,13 +51,13 @@ void sb_attention(void* ctx, float* out, size_t ldo, const float* q, size_t ldq,
 int32_t sb_evict(void* ctx, const akv_cache_view* cache, int32_t begin, int32_t end);
 
 /** One query head over keys [0, n_pos) (M9), the sums in key blocks whose boundaries are the
- *  positions p with block_start(p, pos0) != 0. att: scratch (n_pos,); acc: scratch (head_dim,). */
+ *  positions p with block_start(p, pos0, n_pos) != 0. att: scratch (n_pos,); acc: scratch (head_dim,). */
 void sb_attention_head(float* out, const float* q, const float* k, const float* v, size_t ldkv, const uint8_t* mask,
                        int32_t n_pos, int32_t pos0, int32_t head_dim, float scale, float* att, float* acc,
-                       int (*block_start)(int32_t p, int32_t pos0));
+                       int (*block_start)(int32_t p, int32_t pos0, int32_t n_pos));
 
 /** The base's block boundaries: multiples of SB_KEY_BLOCK in absolute position (GT2). */
-int sb_block_start_absolute(int32_t p, int32_t pos0);
+int sb_block_start_absolute(int32_t p, int32_t pos0, int32_t n_pos);
 
 #ifdef __cplusplus
 }
