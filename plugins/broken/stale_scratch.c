@@ -1,6 +1,6 @@
 /* Defect: a stale scratch read. The matmul keeps a row's d accumulators in scratch (k outer,
  * outputs inner: the loop order that vectorises over outputs) and clears them with
- * memset(acc, 0, d): d bytes, not d floats, so outputs d/4 .. d-1 start from whatever the
+ * memset(acc, 0, d): d bytes, not d floats, so outputs d/4 to d-1 start from whatever the
  * scratch held (GT2: scratch contents; GT3). */
 #include <math.h>
 #include <string.h>
