@@ -19,5 +19,6 @@ Command add_tokenize(CLI::App& app);
 Command add_logits(CLI::App& app);
 Command add_rope(CLI::App& app);
 Command add_leakage(CLI::App& app);
+Command add_gate(CLI::App& app);
 
 }  // namespace akv::cli

@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
       akv::cli::add_logits(app),
       akv::cli::add_rope(app),
       akv::cli::add_leakage(app),
+      akv::cli::add_gate(app),
   };
 
   try {

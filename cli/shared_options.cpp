@@ -12,7 +12,7 @@ void add_model_option(CLI::App* c, std::string& model) {
 }
 
 void add_backend_options(CLI::App* c, std::string& backend, BackendOptions& bo) {
-  c->add_option("--backend", backend,
+  auto* b = c->add_option("--backend", backend,
                 "Backend: " + names_help(known_backend_names()) + " (in this build and on this machine: " +
                     names_help(backend_names()) + ")")
       ->capture_default_str()
@@ -23,6 +23,11 @@ void add_backend_options(CLI::App* c, std::string& backend, BackendOptions& bo) 
   c->add_option("--threads", bo.threads, "cpu backend threads (0: $AKV_THREADS, else 2)")
       ->capture_default_str()
       ->check(decimal(0, cpu::kMaxThreads));
+  c->add_option("--kernels", bo.kernels,
+                "A kernel library (include/akv/kernels.h): run the composed forward over its ops in place of --backend "
+                "(as `akv gate` does; spec/gate.md GT7)")
+      ->check(nonempty())
+      ->excludes(b);
 }
 
 }  // namespace akv::cli

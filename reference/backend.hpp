@@ -72,6 +72,16 @@ class Backend {
   virtual void forward_batch(std::span<const BatchItem> items) {
     for (const BatchItem& it : items) forward_rows(*it.cache, it.tokens, it.rows, it.logits);
   }
+  /// An eviction through the backend's own cache edit (spec/gate.md GT6): Session::evict calls it
+  /// for one contiguous run of evicted entries [begin, end) before it recomputes anything.
+  /// nullopt (this default): nothing edited, the exact path (truncate at begin, recompute every
+  /// survivor). r: the backend removed the entries itself (KVCache::remove_edited(begin, end, r))
+  /// and only the survivors now at positions >= r are recomputed. Error(kBadKernels) when the
+  /// edit broke its contract (E3); the cache is then not usable.
+  virtual std::optional<size_t> edit_for_evict(KVCache& cache, size_t begin, size_t end) {
+    (void)cache, (void)begin, (void)end;
+    return std::nullopt;
+  }
   /// Fills every scratch buffer with `value` before each forward call (NaN in debug builds
   /// and tests), or with nothing when unset. Results must not change (I1).
   virtual void set_scratch_poison(std::optional<float> value) = 0;

@@ -15,6 +15,7 @@ const char* error_code_name(ErrorCode c) {
     case ErrorCode::kBadInput: return "bad_input";
     case ErrorCode::kUnknownModel: return "unknown_model";
     case ErrorCode::kBadModel: return "bad_model";
+    case ErrorCode::kBadKernels: return "bad_kernels";
     case ErrorCode::kUnknownBackend: return "unknown_backend";
     case ErrorCode::kBackendUnavailable: return "backend_unavailable";
     case ErrorCode::kOutOfResources: return "out_of_resources";

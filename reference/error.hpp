@@ -21,6 +21,7 @@ enum class ErrorCode {
   kBackendUnavailable,  // a backend akv knows that this build or machine lacks (cuda without a device)
   kOutOfResources,   // the machine refused a resource: threads that cannot start
   kBadModel,         // a model file that is malformed, truncated or unsupported (spec/gguf.md)
+  kBadKernels,       // a kernel library that cannot be loaded or breaks the ABI's contract (spec/gate.md GT1)
 };
 
 /// The name of an error code, as printed in messages and JSON ("unknown_span", ...).

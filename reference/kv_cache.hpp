@@ -99,6 +99,22 @@ class KVCacheT {
     truncate(n_ - d);
   }
 
+  /// After a backend's own eviction edit (Backend::edit_for_evict, spec/gate.md GT6) of entries
+  /// [begin, end): the entries are gone, the next ones moved down by end - begin, and rows
+  /// [begin, placed) were written by the edit (new serials); rows from `placed` on are
+  /// dropped (they are recomputed). Entries [0, begin) are not touched.
+  /// Preconditions: begin < end <= size(), begin <= placed <= size() - (end - begin).
+  void remove_edited(size_t begin, size_t end, size_t placed) {
+    if (!mask_.empty())
+      mask_.erase(mask_.begin() + static_cast<std::ptrdiff_t>(begin), mask_.begin() + static_cast<std::ptrdiff_t>(end));
+    serial_.erase(serial_.begin() + static_cast<std::ptrdiff_t>(begin), serial_.begin() + static_cast<std::ptrdiff_t>(end));
+    n_ -= end - begin;
+    for (auto& l : k_) l.resize(n_ * kv_dim_);
+    for (auto& l : v_) l.resize(n_ * kv_dim_);
+    for (size_t p = begin; p < placed; ++p) serial_[p] = ++entries_written_;
+    truncate(placed);
+  }
+
   /// Entries written so far: one per entry (all layers' K and V of one position) made by
   /// grow() or rewritten by shift_out(); truncate() writes nothing. Only the cache moves it,
   /// and never back: the write counter the witness reads around an eviction (E3, E4, O5)

@@ -129,34 +129,57 @@ EvictStats Session::evict(std::span<const SpanId> ids) {
                                               span_last_logits_.begin() + static_cast<std::ptrdiff_t>(first));
   std::vector<Token> x;
   std::vector<SpanInfo> moved;
+  std::vector<size_t> moved_index;  // index in spans_ of each moved span
+  bool one_run = true;              // the evicted entries are one contiguous run, nothing masked after it
   for (size_t i = first; i < spans_.size(); ++i) {
     const SpanInfo& s = spans_[i];
     if (doomed.count(s.id)) {
       st.tokens_evicted += s.length;
+      one_run = one_run && moved.empty();
       continue;
     }
-    if (evicted_.count(s.id)) continue;  // a span masked earlier (L3): dropped with the cut
+    if (evicted_.count(s.id)) {  // a span masked earlier (L3): dropped with the cut
+      one_run = false;
+      continue;
+    }
     moved.push_back({s.id, st.truncated_at + x.size(), s.length});
+    moved_index.push_back(i);
     x.insert(x.end(), tokens_.begin() + static_cast<std::ptrdiff_t>(s.start),
              tokens_.begin() + static_cast<std::ptrdiff_t>(s.start + s.length));
   }
-  st.tokens_recomputed = x.size();
+  // A backend's own edit (GT6) applies to one contiguous run of evicted entries: it places the
+  // survivors [truncated_at, from) itself and only the rest are recomputed.
+  size_t from = st.truncated_at;
+  if (one_run && !moved.empty() && st.tokens_evicted > 0)
+    if (const auto r = backend_->edit_for_evict(cache_, st.truncated_at, st.truncated_at + st.tokens_evicted)) from = *r;
+  st.tokens_recomputed = x.size() - (from - st.truncated_at);
 
   // From here on nothing can fail but allocation in the backend.
-  cache_.truncate(st.truncated_at);
+  cache_.truncate(from);
   tokens_.resize(st.truncated_at);
   entry_span_.resize(st.truncated_at);
-  // Only each moved span's last row is read: the rest skip the classifier.
+  // Only each recomputed span's last row is read: the rest skip the classifier.
   std::vector<uint32_t> rows;
-  for (const SpanInfo& s : moved) rows.push_back(static_cast<uint32_t>(s.start + s.length - 1 - st.truncated_at));
-  std::vector<float> logits;
-  if (!x.empty()) logits = run(x, rows);
-  const size_t vocab = static_cast<size_t>(model().config.vocab);
+  std::vector<size_t> has_row;  // moved spans whose last row is recomputed
   for (size_t j = 0; j < moved.size(); ++j) {
     const SpanInfo& s = moved[j];
+    if (s.start + s.length - 1 < from) continue;
+    rows.push_back(static_cast<uint32_t>(s.start + s.length - 1 - from));
+    has_row.push_back(j);
+  }
+  std::vector<float> logits;
+  if (from < st.truncated_at + x.size())
+    logits = run(std::span<const Token>(x).subspan(from - st.truncated_at), rows);
+  const size_t vocab = static_cast<size_t>(model().config.vocab);
+  for (size_t j = 0, got = 0; j < moved.size(); ++j) {
+    const SpanInfo& s = moved[j];
     kept.push_back(s);
-    const auto row = logits.begin() + static_cast<std::ptrdiff_t>(j * vocab);
-    kept_logits.emplace_back(row, row + static_cast<std::ptrdiff_t>(vocab));
+    if (got < has_row.size() && has_row[got] == j) {
+      const auto row = logits.begin() + static_cast<std::ptrdiff_t>(got++ * vocab);
+      kept_logits.emplace_back(row, row + static_cast<std::ptrdiff_t>(vocab));
+    } else {  // placed by the backend's edit: its logits are those computed before (as L4)
+      kept_logits.push_back(span_last_logits_[moved_index[j]]);
+    }
     tokens_.insert(tokens_.end(), x.begin() + static_cast<std::ptrdiff_t>(s.start - st.truncated_at),
                    x.begin() + static_cast<std::ptrdiff_t>(s.start - st.truncated_at + s.length));
     entry_span_.insert(entry_span_.end(), s.length, s.id);

@@ -1,5 +1,7 @@
 #include "verify/backends.hpp"
 
+#include "optimized/composed/composed_backend.hpp"
+#include "optimized/composed/plugin.hpp"
 #include "optimized/cpu/cpu_backend.hpp"
 #include "reference/error.hpp"
 #include "reference/strict.hpp"
@@ -29,6 +31,12 @@ std::vector<std::string> known_backend_names() { return {"reference", "cpu", "cu
 
 std::unique_ptr<Backend> make_backend(const std::string& name, std::shared_ptr<const Model> model,
                                       const BackendOptions& opt) {
+  if (!opt.kernels.empty()) {  // `--kernels LIB.so`: the forward over the library's ops (GT7)
+    ComposedOptions co;
+    co.name = "kernels";
+    co.threads = opt.threads;
+    return make_composed_backend(std::move(model), load_kernels(opt.kernels), co);
+  }
   if (name == "reference") return make_reference_backend(std::move(model));
   if (name == "cpu") return cpu::make_cpu_backend(std::move(model), {opt.isa, opt.threads});
 #ifdef AKV_HAVE_CUDA_EMU

@@ -20,6 +20,8 @@ std::vector<std::string> known_backend_names();
 struct BackendOptions {
   std::string isa = "auto";  // cpu: portable | avx2 | avx512 | auto ($AKV_ISA, else the best)
   int threads = 0;           // cpu: 0 means $AKV_THREADS, else 2
+  std::string kernels;       // a kernel library (spec/gate.md GT1): when set, the backend is the
+                             // composed forward over its ops, whatever the name
 };
 
 /// Backend by name. Throws Error(kUnknownBackend) for a name akv does not know and

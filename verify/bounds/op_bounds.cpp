@@ -234,6 +234,8 @@ AttnRounding attn_rounding_split(int n, int split) {
   return {std::min(n, split) + c, 1, n + 2 * c};
 }
 
+AttnRounding attn_rounding_any_block(int n) { return {2 * n + 2, n, 3 * n}; }
+
 std::vector<double> attention_bounds(const float* q, const float* k, const float* v, int n, int stride, int d,
                                      AttnRounding how) {
   // The box variant with zero radii: floats as centres (exact in double).

@@ -85,6 +85,9 @@ AttnRounding attn_rounding_online(int n_keys, int block);
 /// B14 counts of a split-KV kernel with splits of `split` keys merged by FMA chains
 /// (spec/kernels-cuda.md G5), C = ceil(n / split): k = min(n, split) + C, r = 1, a = n + 2C.
 AttnRounding attn_rounding_split(int n_keys, int split);
+/// B14 counts that cover every kernel above, whatever its block or split size (the gate's
+/// model of a plugin, spec/gate.md GT3): k = 2n + 2, r = n, a = 3n.
+AttnRounding attn_rounding_any_block(int n_keys);
 
 /// B14. Attention output of one query head, q (head_dim,) over keys and values k, v
 /// (n_keys rows of head_dim, row p at p * stride), scores q.k_p / sqrt(head_dim) computed as

@@ -1,11 +1,13 @@
 // akv_real_bench --model PATH.gguf [--threads N] [--runs N] [--steps N] [--only pp512|pp2048|tg] [--witness CMD]
-//                [--json F]
+//                [--json F] [--composed]
 // The cpu backend on a real GGUF model, measured the way llama.cpp's llama-bench measures:
 // prefill of 512 and 2048 random tokens in one append with logits for the last row only (pp),
 // decode of single tokens after a 4096-token context (tg at depth 4096); each the median of
 // --runs runs after one warm-up. Also the FMA peak and the OpenBLAS kernel name for context,
 // and, with --witness, the wall time and peak RSS of a command run as a child under
 // /usr/bin/time. Prints a table and writes the JSON to --json. Not a test: figures only.
+// --composed: the composed forward over the cpu kernels' table (spec/gate.md GT7, GT8) in place of
+// the cpu backend's fused forward, for the A/B of docs/performance.md.
 #include <fmt/format.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -23,6 +25,8 @@
 #include "model/gguf_weights.hpp"
 #include "optimized/cpu/bench/common.hpp"
 #include "optimized/cpu/bench/peak.hpp"
+#include "optimized/composed/composed_backend.hpp"
+#include "optimized/cpu/c_kernels.hpp"
 #include "optimized/cpu/cpu_backend.hpp"
 
 extern "C" char* openblas_get_corename(void);
@@ -53,6 +57,7 @@ bool generic_corename(const std::string& s) {
 
 int main(int argc, char** argv) {
   std::string path, json_out, witness, only;
+  bool composed = false;
   int threads = 2, runs = 5, steps = 32;
   for (int i = 1; i < argc; ++i) {
     const bool has = i + 1 < argc;
@@ -63,8 +68,9 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--witness") && has) witness = argv[++i];
     else if (!std::strcmp(argv[i], "--only") && has) only = argv[++i];
     else if (!std::strcmp(argv[i], "--json") && has) json_out = argv[++i];
+    else if (!std::strcmp(argv[i], "--composed")) composed = true;
     else {
-      std::cerr << "usage: akv_real_bench --model PATH.gguf [--threads N] [--runs N] [--steps N] [--only pp512|pp2048|tg] [--witness CMD] [--json F]\n";
+      std::cerr << "usage: akv_real_bench --model PATH.gguf [--threads N] [--runs N] [--steps N] [--only pp512|pp2048|tg] [--witness CMD] [--json F] [--composed]\n";
       return 2;
     }
   }
@@ -82,10 +88,14 @@ int main(int argc, char** argv) {
   }
   const double load_s = secs(t0);
   const Config& c = model->config;
-  cpu::CpuBackend b(model, {"auto", threads});
+  cpu::CpuBackend fused(model, {"auto", threads});
+  const cpu::Isa isa = fused.isa();
+  cpu::CpuKernelTable table(isa, threads);
+  std::unique_ptr<Backend> comp;
+  if (composed) comp = make_composed_backend(model, std::make_shared<const OpSet>(table.table(), nullptr, "cpu"));
+  Backend& b = composed ? *comp : static_cast<Backend&>(fused);
   const std::string core = openblas_get_corename() ? openblas_get_corename() : "";
   const bool generic = generic_corename(core);
-  const cpu::Isa isa = b.isa();
   const cpu::Isa peak_isa = isa == cpu::Isa::kPortable ? cpu::Isa::kAvx2 : isa;
   const double peak = bench::fma_peak_gflops(peak_isa, threads);
 
@@ -97,7 +107,9 @@ int main(int argc, char** argv) {
                 {"kv_heads", c.n_kv_heads}, {"head_dim", c.head_dim}, {"ffn", c.ffn}, {"vocab", c.vocab},
                 {"load_seconds", load_s}};
   J["runs"] = runs;
-  fmt::print("akv cpu backend: {} ({} hardware threads), ISA {}, {} threads, FMA peak {:.1f} GFLOP/s\n", cpu_model(),
+  J["forward"] = composed ? "composed over the cpu table" : "cpu backend (fused)";
+  fmt::print("akv cpu {}: {} ({} hardware threads), ISA {}, {} threads, FMA peak {:.1f} GFLOP/s\n",
+             composed ? "kernels, composed forward" : "backend", cpu_model(),
              std::thread::hardware_concurrency(), cpu::isa_name(isa), threads, peak);
   fmt::print("OpenBLAS core: {}{}\n", core.empty() ? "(none)" : core,
              generic ? "  ** generic/fallback kernel: do not quote ratios against OpenBLAS **" : "");

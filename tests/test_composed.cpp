@@ -1,0 +1,167 @@
+// The forward over a kernel table (spec/gate.md GT6, GT7, GT8): written once, it is the
+// reference backend over the reference's table, cuda-emu over the emulation's, and the cpu
+// backend's fused forward equals it over the cpu table; a table's evict op is held to E3.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "optimized/composed/composed_backend.hpp"
+#include "optimized/cpu/c_kernels.hpp"
+#include "optimized/cpu/cpu_backend.hpp"
+#include "optimized/cuda/emu/c_kernels.hpp"
+#include "optimized/cuda/emu/emu_backend.hpp"
+#include "reference/c_kernels.hpp"
+#include "reference/error.hpp"
+#include "reference/session.hpp"
+#include "verify/check/models.hpp"
+#include "verify/check/run.hpp"
+
+namespace akv {
+namespace {
+
+std::shared_ptr<const OpSet> set_of(const akv_kernels* t) { return std::make_shared<const OpSet>(t, nullptr, t->name); }
+
+std::unique_ptr<Backend> composed(std::shared_ptr<const Model> m, std::shared_ptr<const OpSet> s) {
+  auto b = make_composed_backend(std::move(m), std::move(s));
+  b->set_scratch_poison(std::nanf(""));
+  return b;
+}
+
+check::Run run(Backend& b, const std::vector<Token>& t, std::initializer_list<size_t> lengths) {
+  return check::run_chunked(b, t, lengths);
+}
+
+TEST(GT7_ComposedForward, OverTheReferenceTableIsTheReferenceBackend) {
+  const auto ref_set = set_of(reference_kernels());
+  for (const auto& [m, n] : {std::pair{check::tiny_model(), size_t{200}}, std::pair{check::small_model(1), size_t{60}}}) {
+    auto ref = make_reference_backend(m);
+    ref->set_scratch_poison(std::nanf(""));
+    auto comp = composed(m, ref_set);
+    const auto t = check::tokens(n, 7, m->config.vocab);
+    const check::Run want = run(*ref, t, {n});
+    EXPECT_EQ(check::run_diff(want, run(*comp, t, {n})), "");
+    EXPECT_EQ(check::run_diff(want, run(*comp, t, {37, 1, n - 38})), "");
+  }
+}
+
+TEST(GT7_ComposedForward, CudaEmuIsTheComposedForwardOverTheEmuTable) {
+  const auto m = check::small_model(1);
+  auto emu = make_cuda_emu_backend(m);
+  auto comp = composed(m, set_of(cuda::emu::emu_kernels()));
+  const auto t = check::tokens(90, 3, m->config.vocab);
+  const check::Run a = run(*emu, t, {90}), b = run(*comp, t, {20, 70});
+  EXPECT_EQ(check::run_diff(a, b), "");
+  // The control: another table's bits differ, so the equality above could have failed.
+  auto ref = composed(m, set_of(reference_kernels()));
+  EXPECT_NE(check::run_diff(a, run(*ref, t, {90})), "");
+}
+
+TEST(GT8_FusedEqualsComposed, CpuBackendEqualsTheComposedForwardOverItsTable) {
+  const auto m = check::small_model(1);
+  const auto t = check::tokens(100, 5, m->config.vocab);
+  int isas = 0;
+  for (cpu::Isa isa : cpu::supported_isas()) {
+    cpu::CpuKernelTable table(isa, 2);
+    auto comp = composed(m, std::make_shared<const OpSet>(table.table(), nullptr, "cpu"));
+    auto fused = cpu::make_cpu_backend(m, {cpu::isa_name(isa), 2});
+    fused->set_scratch_poison(std::nanf(""));
+    const check::Run a = run(*fused, t, {100});
+    EXPECT_EQ(check::run_diff(a, run(*comp, t, {100})), "") << cpu::isa_name(isa);
+    EXPECT_EQ(check::run_diff(a, run(*comp, t, {17, 1, 82})), "") << cpu::isa_name(isa);
+    ++isas;
+  }
+  EXPECT_GT(isas, 0);
+}
+
+// ---- GT6: a table's evict op
+
+int32_t evict_at_begin(void*, const akv_cache_view*, int32_t begin, int32_t) { return begin; }
+int32_t evict_below_begin(void*, const akv_cache_view*, int32_t begin, int32_t) { return begin - 1; }
+int32_t evict_past_end(void*, const akv_cache_view* c, int32_t begin, int32_t end) { return c->size - (end - begin) + 1; }
+int32_t evict_touching_prefix(void*, const akv_cache_view* c, int32_t begin, int32_t) {
+  c->v[0][0] = c->v[0][0] + 1.0f;  // one prefix value rewritten
+  return begin;
+}
+// K-shift (spec/leakage.md L4): survivors moved down, keys re-rotated, nothing recomputed.
+int32_t evict_kshift(void*, const akv_cache_view* c, int32_t begin, int32_t end) {
+  const int32_t kvd = c->kv_heads * c->head_dim, half = c->head_dim / 2, d = end - begin;
+  for (int32_t l = 0; l < c->layers; ++l) {
+    std::memmove(c->k[l] + static_cast<size_t>(begin) * kvd, c->k[l] + static_cast<size_t>(end) * kvd,
+                 static_cast<size_t>(c->size - end) * kvd * sizeof(float));
+    std::memmove(c->v[l] + static_cast<size_t>(begin) * kvd, c->v[l] + static_cast<size_t>(end) * kvd,
+                 static_cast<size_t>(c->size - end) * kvd * sizeof(float));
+    for (int32_t p = begin; p < c->size - d; ++p)
+      for (int32_t h = 0; h < c->kv_heads; ++h) {
+        float* x = c->k[l] + static_cast<size_t>(p) * kvd + h * c->head_dim;
+        for (int32_t i = 0; i < half; ++i) {
+          const float x0 = x[i], x1 = x[i + half], cs = c->cos[d * half + i], sn = c->sin[d * half + i];
+          x[i] = x0 * cs + x1 * sn;
+          x[i + half] = x1 * cs - x0 * sn;
+        }
+      }
+  }
+  return c->size - d;
+}
+
+std::shared_ptr<const OpSet> with_evict(int32_t (*fn)(void*, const akv_cache_view*, int32_t, int32_t), const char* name) {
+  auto* t = new akv_kernels(*reference_kernels());  // lives for the process, as a loaded library's table
+  t->name = name;
+  t->evict = fn;
+  return set_of(t);
+}
+
+std::vector<std::vector<Token>> spans() {
+  std::vector<std::vector<Token>> s;
+  for (uint32_t i = 0; i < 4; ++i) s.push_back(check::tokens(20 + 7 * i, 40 + i, check::tiny_model()->config.vocab));
+  return s;
+}
+
+TEST(GT6_EvictOp, ReturningBeginIsTheExactPath) {
+  auto b = composed(check::tiny_model(), with_evict(evict_at_begin, "at-begin")), never = composed(check::tiny_model(), set_of(reference_kernels()));
+  Session s(*b), n(*never);
+  const auto sp = spans();
+  for (size_t i = 0; i < sp.size(); ++i) s.append(i, sp[i]);
+  for (size_t i = 0; i < sp.size(); ++i)
+    if (i != 1) n.append(i, sp[i]);
+  const EvictStats st = s.evict(SpanId{1});
+  EXPECT_EQ(st.tokens_recomputed, sp[2].size() + sp[3].size());
+  EXPECT_EQ(check::cache_diff(s.cache(), n.cache()), "");
+  EXPECT_EQ(std::memcmp(s.logits().data(), n.logits().data(), s.logits().size_bytes()), 0);
+}
+
+TEST(GT6_EvictOp, KShiftInPlaceOfRecomputeIsNotExact) {
+  auto b = composed(check::tiny_model(), with_evict(evict_kshift, "kshift")), never = composed(check::tiny_model(), set_of(reference_kernels()));
+  Session s(*b), n(*never);
+  const auto sp = spans();
+  for (size_t i = 0; i < sp.size(); ++i) s.append(i, sp[i]);
+  for (size_t i = 0; i < sp.size(); ++i)
+    if (i != 1) n.append(i, sp[i]);
+  const EvictStats st = s.evict(SpanId{1});
+  EXPECT_EQ(st.tokens_recomputed, 0u);
+  EXPECT_EQ(s.size(), n.size());
+  EXPECT_NE(check::cache_diff(s.cache(), n.cache()), "");  // what GT4's E1 catches in a plugin
+}
+
+TEST(GT6_EvictOp, ContractBreachesAreBadKernels) {
+  const auto sp = spans();
+  using Evict = int32_t (*)(void*, const akv_cache_view*, int32_t, int32_t);
+  const std::pair<Evict, std::string> breaches[] = {
+      {evict_below_begin, "outside"}, {evict_past_end, "outside"}, {evict_touching_prefix, "rewrote prefix rows"}};
+  for (const auto& [fn, what] : breaches) {
+    auto b = composed(check::tiny_model(), with_evict(fn, "breach"));
+    Session s(*b);
+    for (size_t i = 0; i < sp.size(); ++i) s.append(i, sp[i]);
+    try {
+      s.evict(SpanId{2});
+      ADD_FAILURE() << "no error for " << what;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kBadKernels);
+      EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("E3"), std::string::npos) << e.what();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace akv

@@ -1,0 +1,283 @@
+// The gate (spec/gate.md GT1-GT5, GT9): the ABI's loader and table checks, the per-op
+// properties catching realistic defects in in-process tables, the end-to-end checks, the
+// verdict that never passes vacuously, and akv's own tables passing.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "cli_support.hpp"
+#include "optimized/composed/plugin.hpp"
+#include "optimized/cpu/c_kernels.hpp"
+#include "optimized/cuda/emu/c_kernels.hpp"
+#include "reference/c_kernels.hpp"
+#include "reference/error.hpp"
+#include "reference/ops.hpp"
+#include "verify/gate/gate.hpp"
+#include "verify/gate/op_props.hpp"
+
+namespace akv {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::shared_ptr<const OpSet> set_of(const akv_kernels* t) { return std::make_shared<const OpSet>(t, nullptr, t->name); }
+
+// A copy of the reference's table with one op replaced: each defect below is one edit.
+akv_kernels* variant(const char* name) {
+  auto* t = new akv_kernels(*reference_kernels());
+  t->name = name;
+  return t;
+}
+
+gate::Options opts(int cases = 60) {
+  gate::Options o;
+  o.cases = cases;
+  o.seed = 11;
+  o.out = (fs::temp_directory_path() / "akv_test_gate").string();
+  return o;
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kBadKernels) << e.what();
+    return e.what();
+  }
+  return "(no error)";
+}
+
+// ---- GT1
+
+TEST(GT1_Abi, LoaderNamesTheProblem) {
+  EXPECT_NE(error_of([] { load_kernels("/nonexistent/libk.so"); }).find("no such file"), std::string::npos);
+  const fs::path text = fs::temp_directory_path() / "akv_not_a_library.so";
+  std::ofstream(text) << "not an ELF file\n";
+  EXPECT_NE(error_of([&] { load_kernels(text.string()); }).find("cannot load as a shared library"), std::string::npos);
+  for (const char* libm : {"/lib/x86_64-linux-gnu/libm.so.6", "/usr/lib/x86_64-linux-gnu/libm.so.6"}) {
+    if (!fs::exists(libm)) continue;
+    EXPECT_NE(error_of([&] { load_kernels(libm); }).find("no symbol akv_get_kernels"), std::string::npos);
+    return;
+  }
+  ADD_FAILURE() << "no libm.so.6 to try a library without the symbol";
+}
+
+TEST(GT1_Abi, TablesAreValidatedField_by_field) {
+  auto bad = [](const char* field, auto edit) {
+    akv_kernels* t = variant("t");
+    edit(*t);
+    const std::string e = error_of([&] { OpSet(t, nullptr, "lib.so"); });
+    EXPECT_NE(e.find(std::string("lib.so: ") + field), std::string::npos) << e;
+  };
+  bad("abi_version", [](akv_kernels& t) { t.abi_version = 2; });
+  bad("name", [](akv_kernels& t) { t.name = nullptr; });
+  bad("name", [](akv_kernels& t) { t.name = "tab\there"; });
+  bad("provides", [](akv_kernels& t) { t.provides |= 1u << 12; });
+  bad("rope", [](akv_kernels& t) { t.rope = nullptr; });
+  bad("prepare_weight", [](akv_kernels& t) { t.prepare_weight = [](void*, const float*, int32_t, int32_t) -> void* { return nullptr; }; });
+  EXPECT_NE(error_of([] { OpSet(nullptr, nullptr, "lib.so"); }).find("returned NULL"), std::string::npos);
+}
+
+TEST(GT1_Abi, OpsNotTakenFallBackToTheReference) {
+  akv_kernels* t = variant("partial");
+  t->provides = AKV_OP_MATMUL | AKV_OP_ROPE;
+  t->rmsnorm = nullptr;  // not provided: may be NULL
+  const OpSet s(t, nullptr, "partial.so", AKV_OP_MATMUL | AKV_OP_ATTENTION);
+  EXPECT_EQ(s.own(), uint32_t{AKV_OP_MATMUL});
+  EXPECT_EQ(s.ops().rmsnorm, reference_kernels()->rmsnorm);
+  EXPECT_EQ(s.ops().rope, reference_kernels()->rope);  // provided, not selected
+  EXPECT_EQ(op_list(AKV_OP_MATMUL | AKV_OP_EVICT), "matmul,evict");
+  EXPECT_THROW(op_bit("gemm"), Error);
+}
+
+// ---- GT2: realistic defects each caught by its invariance property
+
+// Split-K whose split follows M: from 8 rows on, k is summed in two halves.
+void matmul_split_by_m(void*, float* Y, size_t ldy, const float* X, size_t ldx, int32_t M, const float* W, const void*,
+                       int32_t n, int32_t d, float*) {
+  for (int32_t m = 0; m < M; ++m)
+    for (int32_t j = 0; j < d; ++j) {
+      const float* x = X + m * ldx;
+      const float* w = W + static_cast<size_t>(j) * n;
+      const int32_t split = M >= 8 ? n / 2 : n;
+      float a = 0, b = 0;
+      for (int32_t k = 0; k < split; ++k) a += x[k] * w[k];
+      for (int32_t k = split; k < n; ++k) b += x[k] * w[k];
+      Y[m * ldy + j] = a + b;
+    }
+}
+
+// A reduction whose order follows the thread count: one partial sum per thread.
+int g_threads = 1;
+int set_threads(void*, int32_t n) { return g_threads = n, 0; }
+void matmul_by_threads(void*, float* Y, size_t ldy, const float* X, size_t ldx, int32_t M, const float* W, const void*,
+                       int32_t n, int32_t d, float*) {
+  for (int32_t m = 0; m < M; ++m)
+    for (int32_t j = 0; j < d; ++j) {
+      float total = 0;
+      for (int t = 0; t < g_threads; ++t) {
+        float part = 0;
+        for (int32_t k = t * n / g_threads; k < (t + 1) * n / g_threads; ++k) part += X[m * ldx + k] * W[static_cast<size_t>(j) * n + k];
+        total += part;
+      }
+      Y[m * ldy + j] = total;
+    }
+}
+
+// A stale scratch read: the accumulator lives in scratch and is reset only when it is NaN.
+size_t one_float(void*, uint32_t, int32_t, int32_t, int32_t) { return 1; }
+void matmul_stale(void*, float* Y, size_t ldy, const float* X, size_t ldx, int32_t M, const float* W, const void*,
+                  int32_t n, int32_t d, float* s) {
+  if (std::isnan(s[0])) s[0] = 0;
+  for (int32_t m = 0; m < M; ++m)
+    for (int32_t j = 0; j < d; ++j) {
+      float acc = s[0];
+      for (int32_t k = 0; k < n; ++k) acc += X[m * ldx + k] * W[static_cast<size_t>(j) * n + k];
+      Y[m * ldy + j] = acc;
+    }
+}
+
+gate::Check check(const std::string& id, akv_kernels* t) { return gate::run_check(id, set_of(t), opts()); }
+
+TEST(GT2_GateInvariance, SplitKThatFollowsMFailsRows) {
+  akv_kernels* t = variant("split-by-m");
+  t->matmul = matmul_split_by_m;
+  const gate::Check c = check("GT2.matmul.rows", t);
+  ASSERT_EQ(c.result, "fail") << c.message;
+  EXPECT_GE(c.first_failure, 1);
+  EXPECT_NE(c.reproduce.find("reproduce="), std::string::npos);
+  // The shrunk counterexample: a file of the op's inputs, small enough to read.
+  ASSERT_FALSE(c.counterexample.empty());
+  std::ifstream f(c.counterexample);
+  const auto j = nlohmann::json::parse(f);
+  EXPECT_EQ(j["akv_gate_counterexample"]["property"], "GT2.matmul.rows");
+  EXPECT_EQ(j["case"]["op"], "matmul");
+  EXPECT_LE(j["case"]["M"].get<int>(), 32);
+  EXPECT_EQ(j["case"]["X"].size(), j["case"]["M"].get<size_t>() * j["case"]["n"].get<size_t>());
+  // Accurate all the same: only the invariance property sees it.
+  EXPECT_EQ(check("GT3.matmul.bound", t).result, "pass");
+}
+
+TEST(GT2_GateInvariance, ThreadOrderedReductionFailsThreads) {
+  akv_kernels* t = variant("by-threads");
+  t->matmul = matmul_by_threads;
+  t->set_threads = set_threads;
+  EXPECT_EQ(check("GT2.matmul.threads", t).result, "fail");
+  EXPECT_EQ(check("GT2.matmul.rows", t).result, "pass");
+}
+
+TEST(GT2_GateInvariance, StaleScratchFailsScratch) {
+  akv_kernels* t = variant("stale");
+  t->matmul = matmul_stale;
+  t->scratch_floats = one_float;
+  EXPECT_EQ(check("GT2.matmul.scratch", t).result, "fail");
+}
+
+TEST(GT2_GateInvariance, PropertiesThatDoNotApplyAreSkippedNotPassed) {
+  const gate::Check c = check("GT2.matmul.threads", variant("single-threaded"));
+  EXPECT_EQ(c.result, "skipped");
+  EXPECT_NE(c.message.find("set_threads"), std::string::npos);
+}
+
+// ---- GT3
+
+// One FMA contracted at one call site of RoPE.
+void rope_fma(void*, float* x, size_t ldx, int32_t M, int32_t heads, int32_t hd, const int32_t* pos, const float* cos,
+              const float* sin) {
+  const int32_t half = hd / 2;
+  for (int32_t m = 0; m < M; ++m)
+    for (int32_t h = 0; h < heads; ++h) {
+      float* r = x + m * ldx + h * hd;
+      const float* c = cos + static_cast<size_t>(pos[m]) * half;
+      const float* s = sin + static_cast<size_t>(pos[m]) * half;
+      for (int32_t i = 0; i < half; ++i) {
+        const float x0 = r[i], x1 = r[i + half];
+        r[i] = std::fma(x0, c[i], -(x1 * s[i]));
+        r[i + half] = x0 * s[i] + x1 * c[i];
+      }
+    }
+}
+
+// A matmul that drops the last term of every dot product.
+void matmul_short(void*, float* Y, size_t ldy, const float* X, size_t ldx, int32_t M, const float* W, const void*,
+                  int32_t n, int32_t d, float*) {
+  for (int32_t m = 0; m < M; ++m) ref::matmul(Y + m * ldy, X + m * ldx, W, n - 1 > 0 ? n - 1 : n, d);
+  (void)W;
+}
+
+TEST(GT3_GateAccuracy, ContractedRopeFailsBitwise) {
+  akv_kernels* t = variant("rope-fma");
+  t->rope = rope_fma;
+  EXPECT_EQ(check("GT3.rope.bitwise", t).result, "fail");
+  EXPECT_EQ(check("GT2.rope.rows", t).result, "pass");
+}
+
+TEST(GT3_GateAccuracy, AWrongMatmulFailsB1) {
+  akv_kernels* t = variant("short");
+  t->matmul = matmul_short;
+  EXPECT_EQ(check("GT3.matmul.bound", t).result, "fail");
+}
+
+// ---- GT4
+
+TEST(GT4_GateEndToEnd, TheReferenceTablePassesE1AndI1) {
+  for (const char* id : {"GT4.E1_PropEvictEqualsNever.OneAtATimeAnyOrder", "GT4.I1_PropInvariance.Chunkings"}) {
+    const gate::Check c = gate::run_check(id, set_of(reference_kernels()), opts(20));
+    EXPECT_EQ(c.result, "pass") << id << ": " << c.message;
+    EXPECT_EQ(c.cases, 20);
+  }
+}
+
+// ---- GT5: the verdict
+
+TEST(GT5_GateVerdict, NeverPassesVacuously) {
+  gate::Check pass{"GT2.matmul.rows", "matmul", "invariance", "", "pass"};
+  gate::Check e2e{"GT4.x", "model", "end-to-end", "", "pass"};
+  gate::Check skip{"GT2.rope.rows", "rope", "invariance", "", "skipped"};
+  gate::Check fail{"GT2.add.split", "add", "invariance", "", "fail"};
+  EXPECT_EQ(gate::verdict({pass, e2e}, AKV_OP_MATMUL), 0);
+  EXPECT_EQ(gate::verdict({pass, e2e, fail}, AKV_OP_MATMUL | AKV_OP_ADD), 1);
+  EXPECT_EQ(gate::verdict({pass, skip, e2e}, AKV_OP_MATMUL | AKV_OP_ROPE), 1);  // rope checked by nothing
+  EXPECT_EQ(gate::verdict({pass}, AKV_OP_MATMUL), 1);                          // no end-to-end check ran
+  EXPECT_EQ(gate::verdict({}, 0), 1);
+}
+
+TEST(GT5_GateCli, BadInputIsExitTwoWithOneLine) {
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"gate", "--kernels", "/nonexistent.so"},
+        {"gate", "--kernels", "/lib/x86_64-linux-gnu/libm.so.6"},
+        {"gate", "--kernels", "/nonexistent.so", "--cases", "0"},
+        {"gate", "--kernels", "/nonexistent.so", "--ops", "gemm"},
+        {"gate"}}) {
+    const test::CliRun r = test::run_akv(args);
+    EXPECT_EQ(r.code, 2) << r.err;
+    EXPECT_EQ(r.out, "");
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
+}
+
+// ---- GT9: akv's own tables pass every op property that applies
+
+TEST(GT9_OwnTables, PassEveryOpProperty) {
+  std::vector<std::shared_ptr<const OpSet>> sets{set_of(reference_kernels()), set_of(cuda::emu::emu_kernels())};
+  std::vector<std::unique_ptr<cpu::CpuKernelTable>> keep;
+  for (cpu::Isa isa : cpu::supported_isas()) {
+    keep.push_back(std::make_unique<cpu::CpuKernelTable>(isa, 1));
+    sets.push_back(set_of(keep.back()->table()));
+  }
+  for (const auto& s : sets) {
+    uint32_t passed = 0;
+    for (const gate::OpProperty& p : gate::op_properties()) {
+      const gate::Check c = gate::run_check(p.id, s, opts(30));
+      EXPECT_NE(c.result, "fail") << s->name() << " " << p.id << ": " << c.message;
+      if (c.result == "pass") passed |= p.op;
+    }
+    EXPECT_EQ(passed, uint32_t{AKV_OP_ALL & ~AKV_OP_EVICT}) << s->name();
+  }
+}
+
+}  // namespace
+}  // namespace akv

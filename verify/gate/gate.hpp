@@ -1,0 +1,54 @@
+// `akv gate` (spec/gate.md GT2-GT5): a kernel table's ops checked for invariance (GT2) and
+// accuracy (GT3) per op, then the composed model end to end (GT4), each as a RapidCheck
+// property whose failure keeps the reproduce string and a shrunk counterexample file.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "optimized/composed/op_set.hpp"
+
+namespace akv::gate {
+
+struct Options {
+  int cases = 100;            // RapidCheck cases per property (>= 1)
+  uint64_t seed = 0;          // RapidCheck seed (reproducible runs)
+  std::string model = "tiny"; // the end-to-end checks' model (verify/models.hpp names)
+  std::string out = "gate-counterexamples";  // counterexample files go here
+  int e2e_tokens = 160;       // tokens per end-to-end conversation at most
+};
+
+/// One property's verdict.
+struct Check {
+  std::string property;     // "GT2.matmul.rows", "GT4.E1.Requests" ...
+  std::string op;           // "matmul" ... or "model"
+  std::string kind;         // "invariance" | "accuracy" | "end-to-end"
+  std::string summary;      // what it asserts, one line
+  std::string result;       // "pass" | "fail" | "skipped"
+  std::string message;      // failure: RapidCheck's message; skipped: why
+  int cases = 0;            // cases run (passing ones; on failure those before the first failure)
+  int first_failure = 0;    // 1-based case of the first failure; 0 when none
+  std::string reproduce;    // RC_PARAMS value replaying the failure
+  std::string counterexample;  // file written, "" when none
+  long counterexample_bytes = 0;
+  std::string counterexample_shape;  // "M=2 n=17 d=1", "3 spans, 41 tokens"
+};
+
+/// Every check in order: per provided op its invariance then accuracy properties, then the
+/// end-to-end ones. `progress` (may be empty) is called after each check.
+std::vector<Check> run_gate(std::shared_ptr<const OpSet> ops, const Options& opt,
+                            const std::function<void(const Check&)>& progress);
+
+/// The one check `property` (an op property id "GT2.matmul.rows" or "GT4.<suite>.<name>");
+/// Error(kBadInput) naming the ids when there is none.
+Check run_check(const std::string& property, std::shared_ptr<const OpSet> ops, const Options& opt);
+
+/// The ids of every check run_gate runs, in order.
+std::vector<std::string> check_ids();
+
+/// 0 when every check that applies passed and at least one ran per provided op; 1 otherwise.
+int verdict(const std::vector<Check>& checks, uint32_t provided);
+
+}  // namespace akv::gate
