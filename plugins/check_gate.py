@@ -43,7 +43,7 @@ def main():
         return 1
     verdict = report.get("verdict")
     checks = report.get("checks", [])
-    failed = [c for c in checks if c.get("result") != "pass"]
+    failed = [c for c in checks if c.get("result") == "fail"]
     cases = sum(int(c.get("cases") or 0) for c in checks)
     print(f"verdict {verdict}, exit {p.returncode}, {len(checks)} checks, {cases} cases, "
           f"failed: {', '.join(sorted({str(c.get('property')) + ':' + str(c.get('op')) for c in failed})) or 'none'}")
