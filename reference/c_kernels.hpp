@@ -1,4 +1,4 @@
-// The reference ops (spec/model.md M4-M11) as a table of the kernel ABI (include/akv/kernels.h,
+// The reference ops (spec/model.md M6-M11) as a table of the kernel ABI (include/akv/kernels.h,
 // spec/gate.md GT1): the fallback of every op a plugin does not provide, and the composed
 // forward's reference point (GT7: composed over this table = the reference backend, bitwise).
 #pragma once

@@ -76,7 +76,7 @@ typedef struct akv_kernels {
    *  caller passes a buffer of that many floats, with any contents. NULL: no scratch. */
   size_t (*scratch_floats)(void* ctx, uint32_t op, int32_t M, int32_t n, int32_t d);
 
-  /* ---- Matmul (spec/model.md M5) */
+  /* ---- Matmul (spec/model.md M8) */
 
   /** Optional: a prepared form of the weight W (d, n) (packing, quantizing ...), made once per
    *  weight and passed to every matmul on it; W stays valid until release_weight. NULL: matmul
@@ -90,7 +90,7 @@ typedef struct akv_kernels {
 
   /* ---- Row-wise ops */
 
-  /** out (M, n) = RMSNorm of each row of x (M, n) with weight w (n,) and epsilon eps (M4);
+  /** out (M, n) = RMSNorm of each row of x (M, n) with weight w (n,) and epsilon eps (M7);
    *  out may alias x. */
   void (*rmsnorm)(void* ctx, float* out, const float* x, const float* w, int32_t M, int32_t n, float eps);
   /** Rotates x (M, heads * head_dim), row stride ldx, in place: row m at position pos[m], with

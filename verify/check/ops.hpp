@@ -17,11 +17,11 @@ struct OpTable {
   std::string label;        // a valid test name: "reference", "portable", "avx2", "avx512", "cuda_emu"
   std::string unavailable;  // "" when this build and machine run it; else why not
 
-  /// Y (M, d) = X (M, n) W^T, W (d, n) (spec/model.md M5).
+  /// Y (M, d) = X (M, n) W^T, W (d, n) (spec/model.md M8).
   std::function<void(float* Y, const float* X, const float* W, int M, int n, int d)> matmul;
   /// The dot product of x, y (n,) as the backend reduces attention scores (B4).
   std::function<float(const float* x, const float* y, int n)> dot;
-  /// out (M, n) = RMSNorm of each row of x (M, n) with weight w (n,) (M4).
+  /// out (M, n) = RMSNorm of each row of x (M, n) with weight w (n,) (M7).
   std::function<void(float* out, const float* x, const float* w, int M, int n, float eps)> rmsnorm;
   /// Rotates x (M, heads * hd) in place, row r at position pos0 + r, with the one table's
   /// rows cos, sin (positions, hd / 2) (M6).

@@ -1,5 +1,6 @@
 #include "verify/gate/op_props.hpp"
 
+#include <fmt/format.h>
 #include <rapidcheck.h>
 
 #include <algorithm>
@@ -130,8 +131,8 @@ std::string diff(const Vec& a, size_t ai, const Vec& b, size_t bi, size_t n, con
     const double dd = std::isnan(x) || std::isnan(y) ? INFINITY : std::fabs(double(x) - double(y));
     if (dd >= worst) worst = dd, at = i;
   }
-  return what + ": not bitwise equal (element " + std::to_string(at) + ": " + std::to_string(a[ai + at]) + " vs " +
-         std::to_string(b[bi + at]) + ", max|delta| " + std::to_string(worst) + ")";
+  return fmt::format("{}: not bitwise equal (element {}: {:.9g} vs {:.9g}, max|delta| {:.3g})", what, at, a[ai + at],
+                     b[bi + at], worst);
 }
 #define GATE_SAME(d)                 \
   do {                               \
@@ -205,7 +206,7 @@ void scratch_variants(const OpSet& s, uint32_t op, int M, int n, int d, Call&& c
   const Vec base = call(sc);
   for (float fill : {1e30f, -3e38f, 0.0f, 1.0f}) {
     std::fill(sc.begin(), sc.end(), fill);
-    GATE_SAME(diff(call(sc), 0, base, 0, base.size(), what + " with scratch filled with " + std::to_string(fill) + " vs NaN"));
+    GATE_SAME(diff(call(sc), 0, base, 0, base.size(), fmt::format("{} with scratch filled with {:g} vs NaN", what, fill)));
   }
 }
 
@@ -240,8 +241,7 @@ void matmul_bound(const OpSet& s) {
       const double bound = bounds::dot_bound(x, 1, w, 1, c.n);
       RC_ASSERT(std::isfinite(bound));
       if (!(err <= bound))
-        RC_FAIL("Y[" + std::to_string(m) + "][" + std::to_string(j) + "] = " + std::to_string(y) + ": error " +
-                std::to_string(err) + " > B1 " + std::to_string(bound));
+        RC_FAIL(fmt::format("Y[{}][{}] = {:.9g}: error {:.3g} > B1 {:.3g}", m, j, y, err, bound));
     }
 }
 
@@ -274,8 +274,7 @@ void rmsnorm_bound(const OpSet& s) {
     RC_ASSERT(std::isfinite(b[j]));
     const double err = std::isfinite(y[j]) ? std::fabs(double(y[j]) - double(r[j])) : INFINITY;
     if (!(err <= 2 * b[j]))
-      RC_FAIL("y[" + std::to_string(j) + "] = " + std::to_string(y[j]) + " vs the reference's " + std::to_string(r[j]) +
-              ": |delta| " + std::to_string(err) + " > 2 B2 " + std::to_string(2 * b[j]));
+      RC_FAIL(fmt::format("y[{}] = {:.9g} vs the reference's {:.9g}: |delta| {:.3g} > 2 B2 {:.3g}", j, y[j], r[j], err, 2 * b[j]));
   }
 }
 
@@ -423,8 +422,7 @@ void attention_bound(const OpSet& s) {
     RC_ASSERT(std::isfinite(b[i]));
     const double err = std::isfinite(y) ? oracle::abs_err_up(y, ex[i]) : INFINITY;
     if (!(err <= b[i]))
-      RC_FAIL("row " + std::to_string(m) + " head " + std::to_string(h) + " element " + std::to_string(i) + " = " +
-              std::to_string(y) + ": error " + std::to_string(err) + " > B14 " + std::to_string(b[i]));
+      RC_FAIL(fmt::format("row {} head {} element {} = {:.9g}: error {:.3g} > B14 {:.3g}", m, h, i, y, err, b[i]));
   }
 }
 
