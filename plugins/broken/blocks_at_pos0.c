@@ -1,0 +1,32 @@
+/* Defect: attention key blocks anchored at the call's start (pos0) instead of position 0.
+ * The tiles of the softmax and value sums start where the call's queries start, so the same
+ * query gets other block sums in a prefill chunk than in decode (GT2: where a call starts). */
+#include "sound_base.h"
+
+static int block_start_at_call(int32_t p, int32_t pos0, int32_t n_pos) {
+  (void)n_pos;
+  return (p - pos0) % SB_KEY_BLOCK == 0;
+}
+
+static void attention(void* ctx, float* out, size_t ldo, const float* q, size_t ldq, const float* k, const float* v,
+                      size_t ldkv, const uint8_t* mask, int32_t M, int32_t pos0, int32_t heads, int32_t kv_heads,
+                      int32_t head_dim, float scale, float* scratch) {
+  (void)ctx;
+  const int32_t group = heads / kv_heads;
+  float* att = scratch;
+  float* acc = scratch + pos0 + M;
+  for (int32_t m = 0; m < M; ++m)
+    for (int32_t h = 0; h < heads; ++h) {
+      const size_t kv = (size_t)(h / group) * (size_t)head_dim;
+      sb_attention_head(out + (size_t)m * ldo + (size_t)h * (size_t)head_dim,
+                        q + (size_t)m * ldq + (size_t)h * (size_t)head_dim, k + kv, v + kv, ldkv, mask, pos0 + m + 1,
+                        pos0, head_dim, scale, att, acc, block_start_at_call);
+    }
+}
+
+const akv_kernels* akv_get_kernels(void) {
+  static const akv_kernels table = {
+      AKV_KERNELS_ABI_VERSION, "broken-blocks-at-pos0", SB_PROVIDES, NULL, sb_set_threads, sb_scratch_floats, NULL,
+      NULL, sb_matmul, sb_rmsnorm, sb_rope, sb_swiglu, sb_add, attention, sb_evict};
+  return &table;
+}
