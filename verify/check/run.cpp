@@ -1,5 +1,7 @@
 #include "verify/check/run.hpp"
 
+#include <fmt/format.h>
+
 #include "reference/error.hpp"
 #include "verify/check/same_bits.hpp"
 
@@ -30,7 +32,7 @@ std::string rows_diff(const char* what, int layer, const float* a, const float* 
     const BitsDiff d = same_bits({a + p * dim, dim}, {b + p * dim, dim});
     if (!d)
       return std::string(what) + " of layer " + std::to_string(layer) + " differs first at entry " + std::to_string(p) +
-             " (max|delta| " + std::to_string(d.max_abs) + ")";
+             fmt::format(" (max|delta| {:.3g})", d.max_abs);
   }
   return {};
 }

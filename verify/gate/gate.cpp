@@ -173,9 +173,14 @@ Check run_e2e(const std::string& id, std::shared_ptr<const OpSet> s, const Optio
     const size_t tokens = out.counterexample->conv.total_tokens();
     c.counterexample_shape = std::to_string(out.counterexample->conv.spans.size()) + " spans, " + std::to_string(tokens) + " tokens";
     const prop::CounterexampleFile f = prop::counterexample_file(*out.counterexample, id, "cpu", out.reproduce);
-    write_file(c, o, f.json);
-    if (f.witness_applies)
-      c.message += "\nre-run: akv witness " + c.counterexample + " " + without_backend(f.witness_args) + " --kernels " + s->source();
+    // The case ran on the library's ops: the file says so, and how the witness re-runs it.
+    nlohmann::json j = nlohmann::json::parse(f.json);
+    const std::string args = without_backend(f.witness_args) + " --kernels " + s->source();
+    j["akv_counterexample"]["backend"] = "kernels";
+    j["akv_counterexample"]["kernels"] = s->source();
+    j["akv_counterexample"]["witness_args"] = args;
+    write_file(c, o, j.dump(1) + "\n");
+    if (f.witness_applies) c.message += "\nre-run: akv witness " + c.counterexample + " " + args;
   }
   return c;
 }

@@ -91,14 +91,15 @@ Vec attention(const OpSet& s, const Attn& a, int r0, int m, float fill = kNaN, V
 uint64_t gen_seed() { return *rc::gen::inRange<uint64_t>(0, 1u << 20); }
 
 // A reduction length: mostly short, one case in five past 256 (blocks, tails, splits).
-int gen_n() { return *rc::gen::weightedOneOf<int>({{4, rc::gen::inRange(1, 130)}, {1, rc::gen::inRange(130, 700)}}); }
+// Both ranges start at 1 so that shrinking reaches short lengths from either.
+int gen_n() { return *rc::gen::weightedOneOf<int>({{4, rc::gen::inRange(1, 130)}, {1, rc::gen::inRange(1, 700)}}); }
 
 Vec values(size_t count, uint64_t seed, Fam f) { return fam_values(f, count, seed); }
 
 Attn gen_attn(int max_m, int min_m = 1) {
   Attn a;
   a.M = *rc::gen::inRange(min_m, max_m + 1);
-  a.pos0 = *rc::gen::weightedOneOf<int>({{1, rc::gen::inRange(0, 64)}, {3, rc::gen::inRange(64, 300)}});
+  a.pos0 = *rc::gen::weightedOneOf<int>({{1, rc::gen::inRange(0, 64)}, {3, rc::gen::inRange(0, 300)}});
   const auto shape = *rc::gen::element(std::pair{1, 1}, std::pair{2, 1}, std::pair{4, 2}, std::pair{3, 3});
   a.heads = shape.first, a.kvh = shape.second;
   a.hd = *rc::gen::element(4, 8, 16, 32, 64);  // 32 and 64: the cpu lane path
@@ -162,11 +163,12 @@ struct MatCase {
   int M, n, d;
   Vec X, W;
 };
-MatCase gen_mat(int min_m) {
+// big: the shapes where libraries split work across threads (M to 64, n to 2048, d to 256).
+MatCase gen_mat(int min_m, bool big = false) {
   MatCase c;
-  c.M = *rc::gen::inRange(min_m, 33);
-  c.n = gen_n();
-  c.d = *rc::gen::inRange(1, 41);
+  c.M = *rc::gen::inRange(min_m, big ? 65 : 33);
+  c.n = big ? *rc::gen::weightedOneOf<int>({{1, rc::gen::inRange(1, 130)}, {2, rc::gen::inRange(1, 2049)}}) : gen_n();
+  c.d = *rc::gen::inRange(1, big ? 257 : 41);
   const uint64_t seed = gen_seed();
   const Fam f = *check::gen_fam();
   c.X = values(static_cast<size_t>(c.M) * c.n, seed, f);
@@ -194,7 +196,7 @@ void matmul_rows(const OpSet& s) {
 }
 
 void matmul_threads(const OpSet& s) {
-  const MatCase c = gen_mat(1);
+  const MatCase c = gen_mat(1, true);
   const Weight W(s, c.W, c.d, c.n);
   at_threads(s, [&] { return matmul(s, c.X, c.M, W, c.n, c.d); }, "matmul");
 }
@@ -259,6 +261,19 @@ void rmsnorm_rows(const OpSet& s) {
   GATE_SAME(diff(all, static_cast<size_t>(i) * n, alone, 0, n, "row " + std::to_string(i) + " of M=" + std::to_string(M) + " vs alone"));
 }
 
+void rmsnorm_threads(const OpSet& s) {
+  const int M = *rc::gen::inRange(1, 65), n = gen_n();
+  const uint64_t seed = gen_seed();
+  const Vec x = values(static_cast<size_t>(M) * n, seed, *check::gen_fam()), w = values(n, seed + 1, Fam::kPlain);
+  note_op_case({{"op", "rmsnorm"}, {"M", M}, {"n", n}, {"x", x}, {"w", w}}, "M=" + std::to_string(M) + " n=" + std::to_string(n));
+  const akv_kernels& t = s.ops();
+  at_threads(s, [&] {
+    Vec y(x.size(), kNaN);
+    t.rmsnorm(t.ctx, y.data(), x.data(), w.data(), M, n, 1e-5f);
+    return y;
+  }, "rmsnorm");
+}
+
 // B10: within B2(reference) + B2(this kernel) = 2 B2 of the reference's output.
 void rmsnorm_bound(const OpSet& s) {
   const int n = gen_n();
@@ -316,6 +331,11 @@ void rope_rows(const OpSet& s) {
   GATE_SAME(diff(rope(s.ops(), c, 0, c.M), i * w, rope(s.ops(), c, i, 1), 0, w, "row " + std::to_string(i) + " vs alone"));
 }
 
+void rope_threads(const OpSet& s) {
+  const RopeCase c = gen_rope();
+  at_threads(s, [&] { return rope(s.ops(), c, 0, c.M); }, "rope");
+}
+
 // B3 with distance 0: the reference's operations on the one table.
 void rope_bitwise(const OpSet& s) {
   const RopeCase c = gen_rope();
@@ -351,6 +371,11 @@ void elem_split(const OpSet& s) {
   const int at = *rc::gen::inRange(0, e.n);
   const Vec all = elem(s.ops(), Op, e, 0, e.n), tail = elem(s.ops(), Op, e, at, e.n - at);
   GATE_SAME(diff(all, at, tail, 0, e.n - at, "elements from " + std::to_string(at) + " in one call vs a call starting there"));
+}
+template <uint32_t Op>
+void elem_threads(const OpSet& s) {
+  const Elem e = gen_elem(Op == AKV_OP_SWIGLU ? "swiglu" : "add");
+  at_threads(s, [&] { return elem(s.ops(), Op, e, 0, e.n); }, Op == AKV_OP_SWIGLU ? "swiglu" : "add");
 }
 template <uint32_t Op>
 void elem_bitwise(const OpSet& s) {
@@ -443,8 +468,10 @@ const std::vector<OpProperty>& op_properties() {
       {"GT2.matmul.scratch", AKV_OP_MATMUL, "invariance", "the outputs do not depend on the scratch contents", scratch_of(AKV_OP_MATMUL), matmul_scratch},
       {"GT3.matmul.bound", AKV_OP_MATMUL, "accuracy", "every output within B1 of the exact dot product", always, matmul_bound},
       {"GT2.rmsnorm.rows", AKV_OP_RMSNORM, "invariance", "a row's outputs do not depend on M or the other rows", always, rmsnorm_rows},
+      {"GT2.rmsnorm.threads", AKV_OP_RMSNORM, "invariance", "the outputs at 2 and 3 threads equal those at 1", no_threads, rmsnorm_threads},
       {"GT3.rmsnorm.bound", AKV_OP_RMSNORM, "accuracy", "within 2 B2 of the reference's output (B10)", always, rmsnorm_bound},
       {"GT2.rope.rows", AKV_OP_ROPE, "invariance", "a row's outputs do not depend on the other rows", always, rope_rows},
+      {"GT2.rope.threads", AKV_OP_ROPE, "invariance", "the outputs at 2 and 3 threads equal those at 1", no_threads, rope_threads},
       {"GT3.rope.bitwise", AKV_OP_ROPE, "accuracy", "the reference's operations on the one table, bit for bit (B3)", always, rope_bitwise},
       {"GT2.attention.start", AKV_OP_ATTENTION, "invariance", "a query's output does not depend on where its call starts", always, attention_start},
       {"GT2.attention.rows", AKV_OP_ATTENTION, "invariance", "a query's output does not depend on M or the other queries", always, attention_rows},
@@ -452,8 +479,10 @@ const std::vector<OpProperty>& op_properties() {
       {"GT2.attention.scratch", AKV_OP_ATTENTION, "invariance", "the outputs do not depend on the scratch contents", scratch_of(AKV_OP_ATTENTION), attention_scratch},
       {"GT3.attention.bound", AKV_OP_ATTENTION, "accuracy", "within B14 (any conforming kernel's counts) of the exact MPFR value", always, attention_bound},
       {"GT2.swiglu.split", AKV_OP_SWIGLU, "invariance", "an element's output does not depend on where its call starts", always, elem_split<AKV_OP_SWIGLU>},
+      {"GT2.swiglu.threads", AKV_OP_SWIGLU, "invariance", "the outputs at 2 and 3 threads equal those at 1", no_threads, elem_threads<AKV_OP_SWIGLU>},
       {"GT3.swiglu.bitwise", AKV_OP_SWIGLU, "accuracy", "the reference's operations, bit for bit (B8)", always, elem_bitwise<AKV_OP_SWIGLU>},
       {"GT2.add.split", AKV_OP_ADD, "invariance", "an element's output does not depend on where its call starts", always, elem_split<AKV_OP_ADD>},
+      {"GT2.add.threads", AKV_OP_ADD, "invariance", "the outputs at 2 and 3 threads equal those at 1", no_threads, elem_threads<AKV_OP_ADD>},
       {"GT3.add.bitwise", AKV_OP_ADD, "accuracy", "the reference's operation, bit for bit (B8)", always, elem_bitwise<AKV_OP_ADD>},
   };
   return all;
