@@ -17,6 +17,12 @@
  *     would get alone (GT2: not dependent on M, the other rows, where a call starts, the thread
  *     count or the scratch contents).
  *   - `ctx` is the table's own `ctx`, passed back unchanged.
+ *   - akv calls set_threads and the ops from one thread, never concurrently (thread-local
+ *     settings such as omp_set_num_threads apply to the ops).
+ *   - Ops return nothing: a kernel that cannot compute (an allocation failed) writes NaN to its
+ *     outputs, which every check fails loudly, rather than leaving stale values.
+ * Limits of version 1: K/V rows are contiguous (no paged block tables); scratch_floats is not
+ * told head_dim or the thread count (size for the worst case).
  */
 #ifndef AKV_KERNELS_H
 #define AKV_KERNELS_H
