@@ -309,7 +309,9 @@ TEST(B14_AttentionBound, OnlineRescalingIsCountedNotAssumedAway) {
   EXPECT_EQ(r1.r, 0);
   EXPECT_EQ(r2.r, 1);
   EXPECT_EQ(r3.r, 63);
-  EXPECT_EQ(r3.k, 4096 + 63);
+  EXPECT_EQ(r3.k, 64 + 64);  // a key's own block chain, then one fold per block (K4 steps 4-5)
+  EXPECT_EQ(r3.a, 4096 + 2 * 64);
+  EXPECT_EQ(attn_rounding_online(10, 64).k, 10 + 1);
   EXPECT_EQ(attn_rounding_split(4096, 64).k, 64 + 64);
   EXPECT_EQ(attn_rounding_reference(10).k, 12);
   const check::AttnInput a = increasing_scores();

@@ -230,52 +230,49 @@ void dot8(const float* q, const float* k, int stride, int hd, float* out) {
   S::reduce8(a, out);
 }
 
-// Keys [j0, j1) of a block for one query head's acc (out, hd): on the first keys of the block
-// (j0 == 0) acc = acc*alpha first; then acc[i] = fma(e_j, v_j[i], acc[i]) for j in key order,
-// e_j at e[j*es].
+// K4 step 5 for one query head's acc (out, hd) over keys [0, nb) of a block: the block's own
+// chain acc_b[i] = fma(e_j, v_j[i], acc_b[i]) from +0 for j in key order (e_j at e[j*es]), then
+// the fold acc[i] = fma(acc[i], alpha, acc_b[i]).
 template <class S, int C>
-void accumulate_keys(float* out, const float* v, int stride, const float* e, int j0, int j1, float alpha, int es) {
+void accumulate_keys(float* out, const float* v, int stride, const float* e, int nb, float alpha, int es) {
   typename S::V acc[C];
-  if (j0 == 0)
-    for (int c = 0; c < C; ++c) acc[c] = S::mul(S::load(out + c * kLanes), S::set1(alpha));
-  else
-    for (int c = 0; c < C; ++c) acc[c] = S::load(out + c * kLanes);
-  for (int j = j0; j < j1; ++j) {
+  for (int c = 0; c < C; ++c) acc[c] = S::zero();
+  for (int j = 0; j < nb; ++j) {
     const typename S::V ej = S::set1(e[j * es]);
     const float* vj = v + static_cast<size_t>(j) * stride;
     for (int c = 0; c < C; ++c) acc[c] = S::fma(ej, S::load(vj + c * kLanes), acc[c]);
   }
-  for (int c = 0; c < C; ++c) S::store(out + c * kLanes, acc[c]);
+  const typename S::V va = S::set1(alpha);
+  for (int c = 0; c < C; ++c) S::store(out + c * kLanes, S::fma(S::load(out + c * kLanes), va, acc[c]));
 }
 
 template <class S>
-void accumulate_keys_any(float* out, const float* v, int stride, const float* e, int j0, int j1, float alpha, int hd,
-                         int es) {
+void accumulate_keys_any(float* out, const float* v, int stride, const float* e, int nb, float alpha, int hd, int es) {
   int i = 0;
   switch (hd) {  // the whole row in registers, keys outer: same per-element chain (K4 step 5)
-    case 32: return accumulate_keys<S, 2>(out, v, stride, e, j0, j1, alpha, es);
-    case 64: return accumulate_keys<S, 4>(out, v, stride, e, j0, j1, alpha, es);
-    case 128: return accumulate_keys<S, 8>(out, v, stride, e, j0, j1, alpha, es);
+    case 32: return accumulate_keys<S, 2>(out, v, stride, e, nb, alpha, es);
+    case 64: return accumulate_keys<S, 4>(out, v, stride, e, nb, alpha, es);
+    case 128: return accumulate_keys<S, 8>(out, v, stride, e, nb, alpha, es);
     default: break;
   }
-  for (; i + kLanes <= hd; i += kLanes) accumulate_keys<S, 1>(out + i, v + i, stride, e, j0, j1, alpha, es);
+  for (; i + kLanes <= hd; i += kLanes) accumulate_keys<S, 1>(out + i, v + i, stride, e, nb, alpha, es);
   for (; i < hd; ++i) {
-    float acc = j0 == 0 ? out[i] * alpha : out[i];
-    for (int j = j0; j < j1; ++j) acc = std::fma(e[j * es], v[static_cast<size_t>(j) * stride + i], acc);
-    out[i] = acc;
+    float acc = 0.0f;
+    for (int j = 0; j < nb; ++j) acc = std::fma(e[j * es], v[static_cast<size_t>(j) * stride + i], acc);
+    out[i] = std::fma(out[i], alpha, acc);
   }
 }
 
 // K4 step 5 for U states over keys [0, nb) of a block, C = head_dim / 16 lane sets each: per
-// state acc = acc * alpha, then acc[i] = fma(e_p, v_p[i], acc[i]) for p in key order, e_p of
-// state u at e[u][p*es]. The U states only share the loads of v_p: each one's chain is the one
-// it runs alone.
+// state the block's chain acc_b[i] = fma(e_p, v_p[i], acc_b[i]) from +0 for p in key order, e_p
+// of state u at e[u][p*es], then acc[i] = fma(acc[i], alpha, acc_b[i]). The U states only share
+// the loads of v_p: each one's chain is the one it runs alone.
 template <class S, int U, int C>
 void accumulate_block(float* const* out, const float* v, int stride, const float* const* e, int nb, const float* alpha,
                       int es) {
   typename S::V acc[U][C];
   for (int u = 0; u < U; ++u)
-    for (int c = 0; c < C; ++c) acc[u][c] = S::mul(S::load(out[u] + c * kLanes), S::set1(alpha[u]));
+    for (int c = 0; c < C; ++c) acc[u][c] = S::zero();
   for (int j = 0; j < nb; ++j) {
     const float* vj = v + static_cast<size_t>(j) * stride;
     typename S::V w[C];
@@ -285,8 +282,10 @@ void accumulate_block(float* const* out, const float* v, int stride, const float
       for (int c = 0; c < C; ++c) acc[u][c] = S::fma(ej, w[c], acc[u][c]);
     }
   }
-  for (int u = 0; u < U; ++u)
-    for (int c = 0; c < C; ++c) S::store(out[u] + c * kLanes, acc[u][c]);
+  for (int u = 0; u < U; ++u) {
+    const typename S::V va = S::set1(alpha[u]);
+    for (int c = 0; c < C; ++c) S::store(out[u] + c * kLanes, S::fma(S::load(out[u] + c * kLanes), va, acc[u][c]));
+  }
 }
 
 template <class S, int C>
@@ -319,7 +318,7 @@ void accumulate_states(int u, float* const* out, const float* v, int stride, con
         else accumulate_block<S, 1, 8>(out + x, v, stride, e + x, nb, alpha + x, es);
       return;
     default:
-      for (int x = 0; x < u; ++x) accumulate_keys_any<S>(out[x], v, stride, e[x], 0, nb, alpha[x], hd, es);
+      for (int x = 0; x < u; ++x) accumulate_keys_any<S>(out[x], v, stride, e[x], nb, alpha[x], hd, es);
   }
 }
 
@@ -360,7 +359,8 @@ void scores(const float* q, const float* k, int stride, int hd, float* e, int j0
 
 // Steps 1-4 and 6 of K4 for U query heads on one block, each given its raw dots e[u][0, nb):
 // scale, the block max left to right, the running max m, alpha = exp(m_old - m_new),
-// e_p = exp(s_p - m_new), l = l*alpha, then l = l + e_p in key order; alpha[u] is step 5's.
+// e_p = exp(s_p - m_new), the block's l_b = l_b + e_p from +0 in key order, then
+// l = fma(l, alpha, l_b); alpha[u] is step 5's.
 // The U heads' serial chains (max, l) are interleaved only to overlap their latencies.
 // mask: nullptr, or the block's (nb,) mask bytes (spec/leakage.md L3): a masked key's scaled
 // score is replaced by -inf before the max, so its weight is exp(-inf - m) = +0 and it adds
@@ -394,10 +394,12 @@ void softmax_block(float* const* e, int nb, float scale, float* m, float* l, flo
     const typename S::V vm = S::set1(m_new);
     for (; j + kLanes <= nb; j += kLanes) S::store(e[u] + j, S::exp(S::sub(S::load(e[u] + j), vm)));
     for (; j < nb; ++j) e[u][j] = akv::exp(e[u][j] - m_new);
-    l[u] = l[u] * alpha[u];
   }
+  float lb[U];
+  for (int u = 0; u < U; ++u) lb[u] = 0.0f;
   for (int j = 0; j < nb; ++j)
-    for (int u = 0; u < U; ++u) l[u] = l[u] + e[u][j];
+    for (int u = 0; u < U; ++u) lb[u] = lb[u] + e[u][j];
+  for (int u = 0; u < U; ++u) l[u] = std::fma(l[u], alpha[u], lb[u]);
 }
 
 // ---- attention with the item's states in lanes (K4, the same operations per state)
@@ -484,9 +486,10 @@ void lane_block_scores(const float* qt, int es, int nv, const float* kb, int str
 // Steps 1-4 and 6 of K4 on one block for lane set v's states, their raw dots in e[j*es] (lane s
 // = state s), key count nb(s) as a float in lane s of nbf (<= 0: the state has no key here and
 // keeps its m, l). Per lane: scale; mb = e_0, then mb = mb < e_j ? e_j : mb for j < nb(s);
-// m' = m < mb ? mb : m; alpha = exp(m - m'); e_j = exp(e_j - m'); l = l*alpha, then l = l + e_j
-// for j < nb(s) in key order; m = m'. kFull: every state of the lane set has nb_max keys (lanes
-// past the item's states may compute anything: nothing reads them). No mask (L3: scalar path).
+// m' = m < mb ? mb : m; alpha = exp(m - m'); e_j = exp(e_j - m'); l_b = l_b + e_j from +0 for
+// j < nb(s) in key order, then l = fma(l, alpha, l_b); m = m'. kFull: every state of the lane
+// set has nb_max keys (lanes past the item's states may compute anything: nothing reads them).
+// No mask (L3: scalar path).
 template <class S, bool kFull>
 void lane_softmax(float* e, int es, int nb_max, typename S::V nbf, float scale, float* m, float* l, float* alpha) {
   using V = typename S::V;
@@ -503,20 +506,21 @@ void lane_softmax(float* e, int es, int nb_max, typename S::V nbf, float scale, 
   const V mo = S::load(m), mn = S::select_lt(mo, mb, mb, mo);
   const V al = S::exp(S::sub(mo, mn));
   S::store(alpha, al);
-  V lv = S::mul(S::load(l), al);
-  if constexpr (kFull) {
-    S::store(m, mn);
-  } else {
-    S::store(m, S::select_lt(zero, nbf, mn, mo));
-    lv = S::select_lt(zero, nbf, lv, S::load(l));
-  }
+  V lb = zero;
   for (int j = 0; j < nb_max; ++j) {
     float* ej = e + static_cast<size_t>(j) * es;
     const V x = S::exp(S::sub(S::load(ej), mn));
     S::store(ej, x);
-    lv = kFull ? S::add(lv, x) : S::select_lt(S::set1(static_cast<float>(j)), nbf, S::add(lv, x), lv);
+    lb = kFull ? S::add(lb, x) : S::select_lt(S::set1(static_cast<float>(j)), nbf, S::add(lb, x), lb);
   }
-  S::store(l, lv);
+  const V lo = S::load(l), lv = S::fma(lo, al, lb);
+  if constexpr (kFull) {
+    S::store(m, mn);
+    S::store(l, lv);
+  } else {
+    S::store(m, S::select_lt(zero, nbf, mn, mo));
+    S::store(l, S::select_lt(zero, nbf, lv, lo));
+  }
 }
 
 // One attention item (K4) with its rows x group states in lanes; head_dim = 16*C, no mask,

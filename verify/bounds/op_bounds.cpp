@@ -226,7 +226,7 @@ AttnRounding attn_rounding_reference(int n) { return {n + 2, 0, 2 * n}; }
 
 AttnRounding attn_rounding_online(int n, int block) {
   const int b = (n + block - 1) / block;
-  return {n + b - 1, b - 1, n + 2 * (b - 1)};
+  return {std::min(n, block) + b, b - 1, n + 2 * b};
 }
 
 AttnRounding attn_rounding_split(int n, int split) {

@@ -79,8 +79,8 @@ struct AttnRounding {
 /// summed left to right: k = n + 2, r = 0, a = 2n. n_keys >= 1.
 AttnRounding attn_rounding_reference(int n_keys);
 /// B14 counts of an online-softmax kernel in key blocks of `block` (spec/kernels-cpu.md K4),
-/// B = ceil(n / block) blocks, l and acc rescaled by alpha once per later block:
-/// k = n + B - 1, r = B - 1, a = n + 2(B - 1).
+/// B = ceil(n / block) blocks, each block's l_b, acc_b summed from +0 and folded into l, acc by
+/// one FMA with alpha per block: k = min(n, block) + B, r = B - 1, a = n + 2B.
 AttnRounding attn_rounding_online(int n_keys, int block);
 /// B14 counts of a split-KV kernel with splits of `split` keys merged by FMA chains
 /// (spec/kernels-cuda.md G5), C = ceil(n / split): k = min(n, split) + C, r = 1, a = n + 2C.
