@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -257,6 +258,90 @@ TEST(GT5_GateCli, BadInputIsExitTwoWithOneLine) {
     EXPECT_EQ(r.out, "");
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
   }
+}
+
+TEST(GT5_GateCli, BadCheckOptionsAreExitTwo) {
+  const std::string lib = AKV_FAULTY_CRASH;
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"gate", "--kernels", lib, "--check", "GT2.matmul.nope"},
+        {"gate", "--kernels", lib, "--check", ""},
+        {"gate", "--kernels", lib, "--check-timeout", "0"},
+        {"gate", "--kernels", lib, "--check-timeout", "-3"},
+        {"gate", "--kernels", lib, "--check-timeout", "abc"}}) {
+    const test::CliRun r = test::run_akv(args);
+    EXPECT_EQ(r.code, 2) << r.err;
+    EXPECT_EQ(r.out, "");
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
+}
+
+// ---- GT5: a library that crashes or hangs fails the check it ran, and the rest still run
+
+nlohmann::json gate_json(const test::CliRun& r) {
+  try {
+    return nlohmann::json::parse(r.out);
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "not JSON (" << e.what() << "): " << r.out << "\nstderr: " << r.err;
+    return nlohmann::json::object();
+  }
+}
+
+const nlohmann::json* find_check(const nlohmann::json& j, const std::string& id) {
+  if (!j.contains("checks")) return nullptr;
+  for (const auto& c : j["checks"])
+    if (c["property"] == id) return &c;
+  return nullptr;
+}
+
+TEST(GT5_GateIsolation, ACrashFailsItsCheckAndTheGateGoesOn) {
+  const fs::path out = fs::temp_directory_path() / "akv_test_gate_crash";
+  const test::CliRun r = test::run_akv({"gate", "--kernels", AKV_FAULTY_CRASH, "--cases", "20", "--seed", "5", "--json",
+                                        "--out", out.string()},
+                                       "", 300);
+  ASSERT_EQ(r.code, 1) << r.err;  // a verdict, not the signal's status
+  const nlohmann::json j = gate_json(r);
+  EXPECT_EQ(j.value("verdict", ""), "fail");
+  ASSERT_EQ(j["checks"].size(), gate::check_ids().size());  // every check reported, the crash included
+  const nlohmann::json* rows = find_check(j, "GT2.matmul.rows");
+  ASSERT_NE(rows, nullptr);
+  EXPECT_EQ((*rows)["result"], "fail");
+  const std::string msg = (*rows)["message"];
+  EXPECT_NE(msg.find("signal 11 (SIGSEGV"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("--check GT2.matmul.rows"), std::string::npos) << msg;  // how to re-run it alone
+  EXPECT_NE(msg.find("--in-process"), std::string::npos) << msg;
+  // The checks after the crash ran in their own processes: the library's sound ops pass.
+  for (const char* id : {"GT2.rmsnorm.rows", "GT3.rope.bitwise", "GT2.attention.start"}) {
+    const nlohmann::json* c = find_check(j, id);
+    ASSERT_NE(c, nullptr) << id;
+    EXPECT_EQ((*c)["result"], "pass") << id << ": " << (*c)["message"];
+    EXPECT_EQ((*c)["cases"], 20) << id;
+  }
+  // End to end the model runs prefills of more than two rows: those crash too.
+  const nlohmann::json* e2e = find_check(j, "GT4.I1_PropInvariance.Chunkings");
+  ASSERT_NE(e2e, nullptr);
+  EXPECT_EQ((*e2e)["result"], "fail");
+  // The re-run command of the message reproduces the crash in one process: the signal's status.
+  const test::CliRun alone = test::run_akv({"gate", "--kernels", AKV_FAULTY_CRASH, "--cases", "20", "--seed", "5",
+                                            "--check", "GT2.matmul.rows", "--in-process", "--out", out.string()},
+                                           "", 120);
+  EXPECT_EQ(alone.code, 128 + 11) << alone.err;
+}
+
+TEST(GT5_GateIsolation, AHangIsKilledAtTheTimeoutAndFailsItsCheck) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const test::CliRun r = test::run_akv({"gate", "--kernels", AKV_FAULTY_HANG, "--cases", "20", "--seed", "5", "--check",
+                                        "GT2.matmul.rows", "--check-timeout", "3"},
+                                       "", 120);
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_EQ(r.code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("FAIL GT2.matmul.rows"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("did not finish within 3 s (--check-timeout)"), std::string::npos) << r.out;
+  EXPECT_LT(s, 60.0);  // killed, not waited for (the hang itself never ends)
+  // A sound check of the same library, alone, still passes.
+  const test::CliRun ok = test::run_akv({"gate", "--kernels", AKV_FAULTY_HANG, "--cases", "20", "--seed", "5", "--check",
+                                         "GT2.rmsnorm.rows", "--check-timeout", "60"});
+  EXPECT_EQ(ok.code, 0) << ok.out << ok.err;
+  EXPECT_NE(ok.out.find("PASS GT2.rmsnorm.rows"), std::string::npos) << ok.out;
 }
 
 // ---- GT9: akv's own tables pass every op property that applies

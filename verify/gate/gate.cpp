@@ -207,15 +207,61 @@ std::vector<std::string> check_ids() {
   return ids;
 }
 
+namespace {
+[[noreturn]] void no_such_check(const std::string& property) {
+  std::string known;
+  for (const auto& id : check_ids()) known += " " + id;
+  throw Error(ErrorCode::kBadInput, "no gate check '" + property + "'; the checks:" + known);
+}
+}  // namespace
+
 Check run_check(const std::string& property, std::shared_ptr<const OpSet> ops, const Options& o) {
   if (o.cases < 1) throw Error(ErrorCode::kBadInput, "--cases must be >= 1");
   for (const OpProperty& p : op_properties())
     if (p.id == property) return run_op(p, *ops, o);
   for (const char* id : kEndToEnd)
-    if (property == std::string("GT4.") + id) return run_e2e(id, ops, o);
-  std::string known;
-  for (const auto& id : check_ids()) known += " " + id;
-  throw Error(ErrorCode::kBadInput, "no gate check '" + property + "'; the checks:" + known);
+    if (property == std::string("GT4.") + id) {
+      if (ops->has_threads()) ops->set_threads(1);  // as run_gate: the end-to-end draws set their own
+      return run_e2e(id, ops, o);
+    }
+  no_such_check(property);
+}
+
+Check describe_check(const std::string& property) {
+  for (const OpProperty& p : op_properties())
+    if (p.id == property) return Check{p.id, op_list(p.op), p.kind, p.summary};
+  for (const char* id : kEndToEnd)
+    if (property == std::string("GT4.") + id) {
+      const prop::PropertyDef* def = prop::find_property(id);
+      return Check{property, "model", "end-to-end", def != nullptr ? def->summary : ""};
+    }
+  no_such_check(property);
+}
+
+nlohmann::json to_json(const Check& c) {
+  return {{"property", c.property}, {"op", c.op}, {"kind", c.kind}, {"summary", c.summary}, {"result", c.result},
+          {"message", c.message}, {"cases", c.cases}, {"first_failure_case", c.first_failure}, {"reproduce", c.reproduce},
+          {"counterexample", c.counterexample}, {"counterexample_bytes", c.counterexample_bytes},
+          {"counterexample_shape", c.counterexample_shape}};
+}
+
+Check check_from_json(const nlohmann::json& j) {
+  auto str = [&](const char* k) -> std::string {
+    if (!j.is_object() || !j.contains(k) || !j[k].is_string()) throw Error(ErrorCode::kBadInput, std::string("gate check report: no string '") + k + "'");
+    return j[k].get<std::string>();
+  };
+  auto num = [&](const char* k) -> long {
+    if (!j.is_object() || !j.contains(k) || !j[k].is_number_integer()) throw Error(ErrorCode::kBadInput, std::string("gate check report: no integer '") + k + "'");
+    return j[k].get<long>();
+  };
+  Check c{str("property"), str("op"), str("kind"), str("summary"), str("result"), str("message")};
+  c.cases = static_cast<int>(num("cases"));
+  c.first_failure = static_cast<int>(num("first_failure_case"));
+  c.reproduce = str("reproduce");
+  c.counterexample = str("counterexample");
+  c.counterexample_bytes = num("counterexample_bytes");
+  c.counterexample_shape = str("counterexample_shape");
+  return c;
 }
 
 int verdict(const std::vector<Check>& checks, uint32_t provided) {

@@ -2,6 +2,8 @@
 // accuracy (GT3) per op, then the composed model end to end (GT4), each as a RapidCheck
 // property whose failure keeps the reproduce string and a shrunk counterexample file.
 #pragma once
+#include <nlohmann/json.hpp>
+
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -47,6 +49,16 @@ Check run_check(const std::string& property, std::shared_ptr<const OpSet> ops, c
 
 /// The ids of every check run_gate runs, in order.
 std::vector<std::string> check_ids();
+
+/// The check `property` before it runs: its id, op, kind and summary, result "" (what a report
+/// says of a check whose process died before it could report, cli/gate_isolate.hpp).
+/// Error(kBadInput) naming the ids when there is none.
+Check describe_check(const std::string& property);
+
+/// A Check as the JSON of `akv gate --json` ("property", "op", ... "counterexample_shape"),
+/// and back; check_from_json throws Error(kBadInput) naming a missing or mistyped key.
+nlohmann::json to_json(const Check& c);
+Check check_from_json(const nlohmann::json& j);
 
 /// 0 when every check that applies passed and at least one ran per provided op; 1 otherwise.
 int verdict(const std::vector<Check>& checks, uint32_t provided);
