@@ -1,5 +1,7 @@
 #include "verify/props/fixture.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstring>
 #include <limits>
@@ -102,7 +104,7 @@ std::string state_diff(const Session& a, const Session& b) {
   }
   if (a.spans().empty()) return {};
   const check::BitsDiff l = check::same_bits(a.logits(), b.logits());
-  if (!l) return "next-token logits differ (max|delta| " + std::to_string(l.max_abs) + ")";
+  if (!l) return fmt::format("next-token logits differ (max|delta| {:.3g})", l.max_abs);  // %f would print 1e-9 as 0.000000
   return {};
 }
 
