@@ -19,6 +19,7 @@ struct WitnessArgs {
   bool evict_poisoned = false;
   bool json = false;
   std::string policy = "exact";
+  std::string logit_rows = "last";
   WitnessOptions opt;
 };
 
@@ -26,6 +27,7 @@ int run_witness_cmd(const WitnessArgs& a) {
   const Conversation conv = load_conversation(a.file);
   WitnessOptions opt = a.opt;
   opt.policy = parse_policy(a.policy);
+  opt.logit_rows = a.logit_rows == "all" ? LogitRows::kAll : LogitRows::kLast;
   if (!a.evict_poisoned && !a.evict.empty()) opt.evict = index_list("--evict", a.evict);
   const WitnessReport r = run_witness(conv, opt);
   if (a.json) {
@@ -54,6 +56,10 @@ Command add_witness(CLI::App& app) {
   w->add_option("--policy", a->policy, "Eviction policy: " + names_help(policy_names()) + " (spec/leakage.md; exact is akv's, only it can pass)")
       ->capture_default_str()
       ->check(nonempty());
+  w->add_option("--logit-rows", a->logit_rows,
+                "Rows whose logits each append computes: last (as an engine asks) or all (as the property suite; its counterexample files say so)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"last", "all"}));
   w->add_flag("--json", a->json, "Print one JSON object instead of text");
   return {w, [a] { return run_witness_cmd(*a); }};
 }

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "cli_support.hpp"
 #include "optimized/composed/plugin.hpp"
@@ -342,6 +343,39 @@ TEST(GT5_GateIsolation, AHangIsKilledAtTheTimeoutAndFailsItsCheck) {
                                          "GT2.rmsnorm.rows", "--check-timeout", "60"});
   EXPECT_EQ(ok.code, 0) << ok.out << ok.err;
   EXPECT_NE(ok.out.find("PASS GT2.rmsnorm.rows"), std::string::npos) << ok.out;
+}
+
+// ---- GT5: an end-to-end counterexample is a conversation the witness re-runs
+
+TEST(GT5_GateCounterexample, TheEndToEndFileReRunsInTheWitness) {
+  const fs::path out = fs::temp_directory_path() / "akv_test_gate_e2e_file";
+  fs::remove_all(out);
+  const std::string id = "GT4.E1_PropEvictEqualsNever.Requests";
+  const test::CliRun r = test::run_akv({"gate", "--kernels", AKV_BROKEN_SPLIT_K, "--cases", "100", "--seed", "1",
+                                        "--check", id, "--json", "--out", out.string()},
+                                       "", 300);
+  ASSERT_EQ(r.code, 1) << r.out << r.err;
+  const nlohmann::json j = gate_json(r);
+  const nlohmann::json* c = find_check(j, id);
+  ASSERT_NE(c, nullptr);
+  ASSERT_EQ((*c)["result"], "fail");
+  const std::string file = (*c)["counterexample"];
+  ASSERT_EQ(file, (out / (id + ".json")).string());
+  const nlohmann::json ce = nlohmann::json::parse(test::slurp(file));
+  ASSERT_EQ(ce["akv_counterexample"]["witness_applies"], true);
+  const std::string args = ce["akv_counterexample"]["witness_args"];
+  EXPECT_NE(args.find(std::string("--kernels ") + AKV_BROKEN_SPLIT_K), std::string::npos) << args;
+  // The witness on the file, with the file's arguments: the defect shows again (exit 1) ...
+  std::vector<std::string> argv{"witness", file};
+  std::istringstream words(args);
+  for (std::string w; words >> w;) argv.push_back(w);
+  const test::CliRun again = test::run_akv(argv);
+  EXPECT_EQ(again.code, 1) << again.out << again.err;
+  // ... and the same conversation on the sound control (the defect's base) is exact (exit 0).
+  for (auto& w : argv)
+    if (w == AKV_BROKEN_SPLIT_K) w = AKV_SOUND_BASE;
+  const test::CliRun control = test::run_akv(argv);
+  EXPECT_EQ(control.code, 0) << control.out << control.err;
 }
 
 // ---- GT9: akv's own tables pass every op property that applies

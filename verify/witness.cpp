@@ -43,10 +43,10 @@ std::vector<size_t> checked_evict_indexes(const Conversation& conv, const std::v
   return {doomed.begin(), doomed.end()};
 }
 
-void build_session(Session& s, const EncodedConversation& enc, const std::set<size_t>& skip) {
-  if (!enc.preamble.empty()) s.append(kPreambleSpan, enc.preamble, LogitRows::kLast);
+void build_session(Session& s, const EncodedConversation& enc, const std::set<size_t>& skip, LogitRows rows) {
+  if (!enc.preamble.empty()) s.append(kPreambleSpan, enc.preamble, rows);
   for (size_t i = 0; i < enc.spans.size(); ++i)
-    if (!skip.count(i)) s.append(i, enc.spans[i], LogitRows::kLast);
+    if (!skip.count(i)) s.append(i, enc.spans[i], rows);
 }
 
 namespace {
@@ -109,7 +109,7 @@ WitnessReport run_witness(const Conversation& conv, const WitnessOptions& opt, c
   // The poisoned session, message by message: span id = message index.
   Session poisoned(*backend_p);
   auto t0 = Clock::now();
-  build_session(poisoned, enc);
+  build_session(poisoned, enc, {}, opt.logit_rows);
   r.ms_build_poisoned = ms_since(t0);
   r.tokens_poisoned = poisoned.size();
   const std::vector<float> poison_logits(poisoned.logits().begin(), poisoned.logits().end());
@@ -141,7 +141,7 @@ WitnessReport run_witness(const Conversation& conv, const WitnessOptions& opt, c
   // The never-shown session.
   Session never(*backend_n);
   t0 = Clock::now();
-  build_session(never, enc, doomed);
+  build_session(never, enc, doomed, opt.logit_rows);
   r.ms_build_never = ms_since(t0);
   r.tokens_never = never.size();
   const std::vector<float> never_last(never.logits().begin(), never.logits().end());

@@ -30,6 +30,10 @@ struct WitnessOptions {
   /// then append the reply prompt (L9) and its logits are compared; the witness reports how
   /// far the policy is from never-shown and exits 1 unless it is bitwise equal.
   EvictPolicy policy = EvictPolicy::kExact;
+  /// The rows whose logits each append computes (spec/operations.md O7): the last, as an engine
+  /// asks (default), or all, as the property suite's sessions do, so that a counterexample of a
+  /// property replays here with the same calls (a kernel whose bits follow M shows only so).
+  LogitRows logit_rows = LogitRows::kLast;
 };
 
 /// The span id of a conversation's preamble (EncodedConversation::preamble): never evicted.
@@ -80,8 +84,10 @@ struct WitnessReport {
 std::vector<size_t> checked_evict_indexes(const Conversation& conv, const std::vector<size_t>& evict);
 
 /// Appends `enc` to `s` as the witness does: the preamble (span kPreambleSpan), then every
-/// message whose index is not in `skip` (span id = index), logits of each span's last row only.
-void build_session(Session& s, const EncodedConversation& enc, const std::set<size_t>& skip = {});
+/// message whose index is not in `skip` (span id = index), logits of each span's last row only
+/// (or of every row: `rows`).
+void build_session(Session& s, const EncodedConversation& enc, const std::set<size_t>& skip = {},
+                   LogitRows rows = LogitRows::kLast);
 
 /// Runs the witness. Throws Error(kBadInput) when there is nothing to evict, an index is
 /// out of range or repeated, or every message would be evicted; kInvalidToken for a raw

@@ -29,7 +29,7 @@ CounterexampleFile counterexample_file(const Counterexample& c, const std::strin
   std::string ev;
   for (size_t i : f.evict) ev += (ev.empty() ? "" : ",") + std::to_string(i);
   f.witness_args = (ev.empty() ? std::string() : "--evict " + ev + " ") + "--model " + c.model.config + " --seed " +
-                   std::to_string(c.model.seed) + " --backend " + backend;
+                   std::to_string(c.model.seed) + " --backend " + backend + " --logit-rows all";  // as the properties' appends
   // The witness runs both builds with one set of options: the first backend's.
   if (!c.backends.empty() && c.backends[0].threads > 0) f.witness_args += " --threads " + std::to_string(c.backends[0].threads);
   if (!c.backends.empty() && !c.backends[0].isa.empty()) f.witness_args += " --isa " + c.backends[0].isa;
