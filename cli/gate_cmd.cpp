@@ -3,13 +3,18 @@
 // The regression gate for anyone's kernels (spec/gate.md): loads a kernel library of the ABI
 // in include/akv/kernels.h, checks every op it provides for invariance (GT2) and accuracy
 // (GT3), then the composed model end to end (GT4). A failure prints the property, the
-// RapidCheck reproduce string and the shrunk counterexample's file. Each check runs in a
-// process of its own (cli/gate_isolate.hpp), so a library that crashes or hangs fails that
-// check and the rest still run. Exit 0 every check passed, 1 one failed (or nothing was
-// checked), 2 bad input or a bad library.
+// RapidCheck reproduce string and the shrunk counterexample's file. Loading the library and
+// each check run in a process of their own (cli/gate_isolate.hpp), so a library that crashes,
+// exits or hangs fails that check and the rest still run. Exit 0 every check passed, 1 one
+// failed (or nothing was checked), 2 bad input or a bad library.
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <rapidcheck.h>
+#include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <sstream>
@@ -19,6 +24,7 @@
 #include "cli/options.hpp"
 #include "optimized/composed/plugin.hpp"
 #include "reference/error.hpp"
+#include "reference/strict.hpp"
 #include "verify/gate/gate.hpp"
 #include "verify/models.hpp"
 
@@ -30,11 +36,14 @@ struct GateArgs {
   std::string kernels;
   std::string ops;
   gate::Options opt;
-  std::string check;       // one check's id: run only it
+  std::string check;        // one check's id: run only it
   int check_timeout_s = 600;
-  bool in_process = false;  // every check in this process (no isolation)
+  bool in_process = false;  // load the library and run every check in this process
   bool seed_set = false;
   bool json = false;
+  // A child of the gate (cli/gate_isolate.hpp): its one report goes to this fd, as JSON.
+  int report_fd = -1;
+  bool describe = false;    // the child only loads the library and reports its name and ops
 };
 
 uint32_t parse_ops(const std::string& list) {
@@ -50,6 +59,7 @@ uint32_t parse_ops(const std::string& list) {
   return bits;
 }
 
+
 // The arguments that run the same gate as `a`, less --check, --in-process and --json.
 std::vector<std::string> same_gate(const GateArgs& a) {
   std::vector<std::string> v{"gate", "--kernels", a.kernels, "--cases", std::to_string(a.opt.cases), "--seed",
@@ -58,76 +68,190 @@ std::vector<std::string> same_gate(const GateArgs& a) {
   return v;
 }
 
+// `v` as one sh command line: a word with other bytes than these quoted, ' as '\''.
 std::string shell_words(const std::vector<std::string>& v) {
   std::string s = "akv";
   for (const auto& w : v) {
-    const bool plain = !w.empty() && w.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./,=:+") == std::string::npos;
-    s += " " + (plain ? w : "'" + w + "'");  // a path with a quote in it prints as is
+    if (!w.empty() && w.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./,=:+") == std::string::npos) {
+      s += " " + w;
+      continue;
+    }
+    s += " '";
+    for (char c : w) s += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    s += "'";
   }
   return s;
 }
 
-int run_gate_cmd(GateArgs& a) {
-  const uint32_t select = parse_ops(a.ops);
-  const auto ops = load_kernels(a.kernels, select);
-  const uint32_t provided = ops->plugin().provides;
-  if (!a.ops.empty() && (select & ~provided))
-    throw Error(ErrorCode::kBadInput, "--ops: " + a.kernels + " does not provide " + op_list(select & ~provided) +
-                                          " (it provides " + op_list(provided) + ")");
-  if (ops->own() == 0)
-    throw Error(ErrorCode::kBadKernels, a.kernels + ": provides none of the ops to check (provides: " + op_list(provided) + ")");
-  if (!a.check.empty()) gate::describe_check(a.check);  // an unknown id is exit 2 before any check runs
-  // A bad --model is exit 2 before any check runs; a child running one op check needs no model.
-  if (!(a.in_process && !a.check.empty() && a.check.rfind("GT4.", 0) != 0)) load_model(a.opt.model);
-  if (!a.seed_set) a.opt.seed = static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
-  if (!a.json)
-    std::cout << fmt::format("akv gate: {} ({}), ops {}, {} cases per property, model {}, seed {}\n", a.kernels, ops->name(),
-                             op_list(ops->own()), a.opt.cases, a.opt.model, a.opt.seed)
-              << std::flush;
-  auto line = [&](const gate::Check& c) {
-    if (a.json) return;
-    const std::string tag = c.result == "pass" ? "PASS" : c.result == "fail" ? "FAIL" : "SKIP";
-    std::cout << fmt::format("{} {:<44} {}\n", tag, c.property,
-                             c.result == "skipped" ? c.message : fmt::format("{} cases", c.cases));
-    if (c.result != "fail") return;
-    std::cout << "  " << c.message << "\n";
-    if (c.first_failure) std::cout << fmt::format("  first failing case: {}\n", c.first_failure);
-    if (!c.reproduce.empty()) std::cout << fmt::format("  reproduce: RC_PARAMS=\"{}\"\n", c.reproduce);
-    if (!c.counterexample.empty())
-      std::cout << fmt::format("  counterexample: {} ({} bytes; {})\n", c.counterexample, c.counterexample_bytes, c.counterexample_shape);
-    std::cout << std::flush;
-  };
-  std::vector<gate::Check> checks;
-  auto in_child = [&](const std::string& id) {
-    std::vector<std::string> args = same_gate(a);
-    args.insert(args.end(), {"--check", id});
-    std::vector<std::string> child = args;
-    child.insert(child.end(), {"--json", "--in-process"});
-    args.push_back("--in-process");
-    return run_check_in_child(child, gate::describe_check(id), a.check_timeout_s, shell_words(args));
-  };
-  if (!a.check.empty()) {
-    checks.push_back(a.in_process ? gate::run_check(a.check, ops, a.opt) : in_child(a.check));
-    line(checks.back());
-  } else if (a.in_process) {
-    checks = gate::run_gate(ops, a.opt, line);
-  } else {
-    for (const std::string& id : gate::check_ids()) {
-      checks.push_back(in_child(id));
-      line(checks.back());
+// RC_PARAMS, when set, must parse (else RapidCheck exits at its first use); the gate sets the
+// seed and cases itself, so RapidCheck's banner of its own configuration is not printed.
+void check_rc_params() {
+  if (const char* p = std::getenv("RC_PARAMS")) {
+    try {
+      (void)rc::detail::configFromString(p, rc::detail::Configuration{});
+    } catch (const rc::detail::ConfigurationException& e) {
+      throw Error(ErrorCode::kBadInput, std::string("RC_PARAMS: ") + e.what());
     }
   }
+  fflush(stderr);
+  const int saved = ::dup(STDERR_FILENO), null = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
+  if (saved >= 0 && null >= 0) ::dup2(null, STDERR_FILENO);
+  (void)rc::detail::configuration();
+  if (saved >= 0 && null >= 0) ::dup2(saved, STDERR_FILENO);
+  if (saved >= 0) ::close(saved);
+  if (null >= 0) ::close(null);
+}
+
+// --out: made when missing; it must be a directory this process can write.
+void check_out(const std::string& out) {
+  std::error_code ec;
+  std::filesystem::create_directories(out, ec);
+  if (!std::filesystem::is_directory(out, ec)) throw Error(ErrorCode::kBadInput, "--out: '" + out + "' is not a directory and cannot be made one");
+  if (::access(out.c_str(), W_OK | X_OK) != 0) throw Error(ErrorCode::kBadInput, "--out: cannot write in '" + out + "'");
+}
+
+// What the gate needs of a library: from an OpSet here, or from the child that loaded it.
+struct LibInfo {
+  std::string name;
+  uint32_t provides = 0, own = 0;
+};
+
+void check_selection(const GateArgs& a, uint32_t select, const LibInfo& lib) {
+  if (!a.ops.empty() && (select & ~lib.provides))
+    throw Error(ErrorCode::kBadInput, "--ops: " + a.kernels + " does not provide " + op_list(select & ~lib.provides) +
+                                          " (it provides " + op_list(lib.provides) + ")");
+  if (lib.own == 0)
+    throw Error(ErrorCode::kBadKernels, a.kernels + ": provides none of the ops to check (provides: " + op_list(lib.provides) + ")");
+}
+
+// Writes `text` whole to `fd`.
+void write_all(int fd, const std::string& text) {
+  for (size_t at = 0; at < text.size();) {
+    const ssize_t n = ::write(fd, text.data() + at, text.size() - at);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) throw Error(ErrorCode::kOutOfResources, "gate: cannot write the report");
+    at += static_cast<size_t>(n);
+  }
+}
+
+// The library loaded in a child process: its name and ops, or the child's error (exit 2), or
+// Error(kBadKernels) saying how loading it ended the child (a crash, exit(), a hang).
+LibInfo probe(const GateArgs& a) {
+  std::vector<std::string> args{"gate", "--kernels", a.kernels, "--describe", "--in-process", "--report-fd", "3"};
+  if (!a.ops.empty()) args.insert(args.end(), {"--ops", a.ops});
+  const ChildRun run = run_child(args, a.check_timeout_s);
+  if (run.end == ChildRun::End::kExited && run.status == 0 && run.has_report) {
+    try {
+      const nlohmann::json j = nlohmann::json::parse(run.report);
+      return {j.at("name").get<std::string>(), j.at("provides").get<uint32_t>(), j.at("own").get<uint32_t>()};
+    } catch (const std::exception&) {  // below
+    }
+  }
+  if (run.end == ChildRun::End::kExited && run.status == 2) {
+    // The child's one error line, "akv: error: CODE: message": the same error here.
+    const size_t at = run.output.rfind("akv: error: ");
+    if (at != std::string::npos) {
+      const std::string line = run.output.substr(at + 12, run.output.find('\n', at) - at - 12);
+      const size_t colon = line.find(": ");
+      for (int c = 0; c <= static_cast<int>(ErrorCode::kBadKernels); ++c)
+        if (colon != std::string::npos && line.compare(0, colon, error_code_name(static_cast<ErrorCode>(c))) == 0)
+          throw Error(static_cast<ErrorCode>(c), line.substr(colon + 2));
+    }
+  }
+  const std::string last = run.tail(1);
+  throw Error(ErrorCode::kBadKernels, a.kernels + ": loading it (in a process of its own) " + run.what(a.check_timeout_s) +
+                                          (last.empty() ? "" : "; its last output: " + last.substr(5)));
+}
+
+int run_gate_cmd(GateArgs& a) {
+  const bool child = a.report_fd >= 0;
+  if (child) a.json = a.in_process = true;
+  exit_guard(child);
+  // The JSON report goes to the report fd (a child) or the real stdout, which a library's own
+  // prints then cannot corrupt: fd 1 becomes fd 2 while the gate runs.
+  int json_fd = a.report_fd;
+  if (a.json && !child) {
+    fflush(stdout);
+    json_fd = ::dup(STDOUT_FILENO);
+    if (json_fd < 0 || ::dup2(STDERR_FILENO, STDOUT_FILENO) < 0) throw Error(ErrorCode::kOutOfResources, "gate: cannot set up stdout");
+  }
+  const uint32_t select = parse_ops(a.ops);
+  if (!a.check.empty()) gate::describe_check(a.check);  // an unknown id is exit 2 before any check runs
+  check_rc_params();
+  if (!a.describe) check_out(a.opt.out);
+  // A bad --model is exit 2 before any check runs; a child running one op check needs no model.
+  if (!a.describe && !(child && !a.check.empty() && a.check.rfind("GT4.", 0) != 0)) load_model(a.opt.model);
+  if (!a.seed_set) a.opt.seed = static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+
+  gate_running(true, a.kernels);
+  std::shared_ptr<const OpSet> ops;
+  LibInfo lib;
+  std::vector<gate::Check> checks;
+  try {
+    if (a.in_process) {
+      ops = load_kernels(a.kernels, select);
+      lib = {ops->name(), ops->plugin().provides, ops->own()};
+    } else {
+      lib = probe(a);
+    }
+    check_selection(a, select, lib);
+    if (a.describe) {
+      write_all(json_fd, nlohmann::json{{"name", lib.name}, {"provides", lib.provides}, {"own", lib.own}}.dump() + "\n");
+      gate_running(false);
+      return 0;
+    }
+    if (!a.json)
+      std::cout << fmt::format("akv gate: {} ({}), ops {}, {} cases per property, model {}, seed {}\n", a.kernels, lib.name,
+                               op_list(lib.own), a.opt.cases, a.opt.model, a.opt.seed)
+                << std::flush;
+    auto line = [&](const gate::Check& c) {
+      if (a.json) return;
+      const std::string tag = c.result == "pass" ? "PASS" : c.result == "fail" ? "FAIL" : "SKIP";
+      std::cout << fmt::format("{} {:<44} {}\n", tag, c.property,
+                               c.result == "skipped" ? c.message : fmt::format("{} cases", c.cases));
+      if (c.result != "fail") return;
+      std::cout << "  " << c.message << "\n";
+      if (c.first_failure) std::cout << fmt::format("  first failing case: {}\n", c.first_failure);
+      if (!c.reproduce.empty()) std::cout << fmt::format("  reproduce: RC_PARAMS=\"{}\"\n", c.reproduce);
+      if (!c.counterexample.empty())
+        std::cout << fmt::format("  counterexample: {} ({} bytes; {})\n", c.counterexample, c.counterexample_bytes, c.counterexample_shape);
+      std::cout << std::flush;
+    };
+    auto in_child = [&](const std::string& id) {
+      std::vector<std::string> args = same_gate(a);
+      args.insert(args.end(), {"--check", id, "--in-process"});
+      std::vector<std::string> child_args = args;
+      child_args.insert(child_args.end(), {"--report-fd", "3"});
+      return check_from_child(run_child(child_args, a.check_timeout_s), gate::describe_check(id), a.check_timeout_s,
+                              shell_words(args));
+    };
+    if (!a.check.empty()) {
+      checks.push_back(a.in_process ? gate::run_check(a.check, ops, a.opt) : in_child(a.check));
+      line(checks.back());
+    } else if (a.in_process) {
+      checks = gate::run_gate(ops, a.opt, line);
+    } else {
+      for (const std::string& id : gate::check_ids()) {
+        checks.push_back(in_child(id));
+        line(checks.back());
+      }
+    }
+  } catch (...) {
+    gate_running(false);
+    throw;
+  }
+  gate_running(false);
   // One check (--check): its own result; the whole gate: gate::verdict (never vacuous).
-  const int code = !a.check.empty() ? (checks.back().result == "pass" ? 0 : 1) : gate::verdict(checks, ops->own());
+  const int code = !a.check.empty() ? (checks.back().result == "pass" ? 0 : 1) : gate::verdict(checks, lib.own);
   int passed = 0, failed = 0, skipped = 0;
   for (const auto& c : checks) (c.result == "pass" ? passed : c.result == "fail" ? failed : skipped)++;
   if (a.json) {
-    nlohmann::json j{{"kernels", a.kernels}, {"name", ops->name()}, {"abi_version", AKV_KERNELS_ABI_VERSION},
-                     {"provides", op_list(provided)}, {"checked_ops", op_list(ops->own())}, {"model", a.opt.model},
+    nlohmann::json j{{"kernels", a.kernels}, {"name", lib.name}, {"abi_version", AKV_KERNELS_ABI_VERSION},
+                     {"provides", op_list(lib.provides)}, {"checked_ops", op_list(lib.own)}, {"model", a.opt.model},
                      {"seed", a.opt.seed}, {"cases", a.opt.cases}, {"verdict", code == 0 ? "pass" : "fail"},
                      {"checks", nlohmann::json::array()}};
     for (const auto& c : checks) j["checks"].push_back(gate::to_json(c));
-    print_json(j);
+    write_all(json_fd, j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
   } else {
     std::cout << fmt::format("akv gate: {}: {} passed, {} failed, {} skipped\n", code == 0 ? "PASS" : "FAIL", passed, failed, skipped);
     if (code != 0 && failed == 0)
@@ -158,7 +282,10 @@ Command add_gate(CLI::App& app) {
       ->capture_default_str()
       ->check(decimal(1, 86400));
   c->add_flag("--in-process", a->in_process,
-              "Run the checks in this process, not one process each: a crash or hang of the library then ends the gate (for a debugger)");
+              "Load the library and run the checks in this process, not one process each: a crash or hang of the library then ends the gate (for a debugger)");
+  // A child of the gate (cli/gate_isolate.hpp); not for users, so not in --help.
+  c->add_option("--report-fd", a->report_fd, "")->group("")->check(decimal(3, 1023));
+  c->add_flag("--describe", a->describe, "")->group("");
   return {c, [a] { return run_gate_cmd(*a); }};
 }
 

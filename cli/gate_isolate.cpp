@@ -4,15 +4,18 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
-#include <vector>
 
 #include "reference/error.hpp"
+#include "reference/strict.hpp"
 
 extern char** environ;
 
@@ -20,28 +23,15 @@ namespace akv::cli {
 
 namespace {
 
-constexpr size_t kStderrKeep = 64 * 1024;  // the tail of the child's stderr kept for the report
-
-// The last `lines` non-empty lines of `text`, each on its own indented line.
-std::string tail_lines(const std::string& text, size_t lines) {
-  std::vector<std::string> all;
-  for (size_t at = 0; at < text.size();) {
-    size_t nl = text.find('\n', at);
-    if (nl == std::string::npos) nl = text.size();
-    // RapidCheck's banner of its default configuration says nothing of the check (the gate sets the seed).
-    if (nl > at && text.compare(at, 20, "Using configuration:") != 0) all.push_back(text.substr(at, nl - at));
-    at = nl + 1;
-  }
-  std::string out;
-  for (size_t i = all.size() > lines ? all.size() - lines : 0; i < all.size(); ++i) out += "\n  | " + all[i];
-  return out;
-}
+constexpr size_t kOutputKeep = 64 * 1024;          // the tail of the child's output kept
+constexpr size_t kReportMax = 16u * 1024u * 1024u;  // a report larger than this is no report
 
 struct Pipe {
   int fd[2] = {-1, -1};
   Pipe() {
     if (::pipe2(fd, O_CLOEXEC) != 0)
-      throw Error(ErrorCode::kOutOfResources, std::string("gate: cannot make a pipe for a check's process: ") + std::strerror(errno));
+      throw Error(ErrorCode::kOutOfResources, std::string("gate: cannot make a pipe for a child process: ") + std::strerror(errno));
+    ::fcntl(fd[0], F_SETFL, ::fcntl(fd[0], F_GETFL) | O_NONBLOCK);
   }
   ~Pipe() {
     for (int f : fd)
@@ -53,85 +43,145 @@ struct Pipe {
   }
 };
 
-gate::Check failed(gate::Check c, const std::string& what, const std::string& err, const std::string& rerun) {
-  c.result = "fail";
-  c.message = what + tail_lines(err, 8) + "\n  re-run it in one process (a debugger sees it): " + rerun;
-  return c;
+// Reads what `fd` has now into `dst` (no waiting); false at end of file or error.
+bool drain(int fd, std::string& dst, size_t keep_tail, size_t max, bool& over) {
+  char buf[65536];
+  for (;;) {
+    const ssize_t got = ::read(fd, buf, sizeof buf);
+    if (got > 0) {
+      if (keep_tail) {
+        dst.append(buf, static_cast<size_t>(got));
+        if (dst.size() > 2 * keep_tail) dst.erase(0, dst.size() - keep_tail);
+      } else if (dst.size() + static_cast<size_t>(got) > max) {
+        over = true;  // keep reading (the child must not block), keep nothing more
+      } else {
+        dst.append(buf, static_cast<size_t>(got));
+      }
+      continue;
+    }
+    if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return true;
+    if (got < 0 && errno == EINTR) continue;
+    return false;
+  }
+}
+
+std::string signal_name(int sig) {
+  const char* abbrev = sigabbrev_np(sig);  // NULL for real-time signals and unknown numbers
+  const char* descr = sigdescr_np(sig);
+  std::string s = "signal " + std::to_string(sig);
+  if (abbrev != nullptr || descr != nullptr)
+    s += std::string(" (") + (abbrev ? std::string("SIG") + abbrev : "") + (abbrev && descr ? ": " : "") + (descr ? descr : "") + ")";
+  else if (sig >= SIGRTMIN && sig <= SIGRTMAX)
+    s += " (SIGRTMIN+" + std::to_string(sig - SIGRTMIN) + ")";
+  return s;
+}
+
+std::atomic<bool> g_running{false};
+std::string g_library;  // set before g_running, read only by on_exit
+
+void on_exit() {
+  if (!g_running.load()) return;
+  const std::string msg = "akv: error: bad_kernels: " + printable(g_library, 300) +
+                          ": the process exited (exit() called, by the kernel library?) before the gate gave its verdict\n";
+  if (::write(STDERR_FILENO, msg.data(), msg.size()) < 0) {
+  }
+  ::_exit(2);
 }
 
 }  // namespace
 
-gate::Check run_check_in_child(const std::vector<std::string>& args, gate::Check skeleton, int timeout_s,
-                               const std::string& rerun) {
-  Pipe out, err;
+std::string ChildRun::what(int timeout_s) const {
+  switch (end) {
+    case End::kTimedOut:
+      return "did not finish within " + std::to_string(timeout_s) +
+             " s (--check-timeout): a hang, a deadlock or a far too slow kernel; its process was killed";
+    case End::kSignaled:
+      return "crashed: its process died of " + signal_name(status) + ", in the library or in akv";
+    case End::kExited:
+      break;
+  }
+  return "its process exited with status " + std::to_string(status) + " without a report" +
+         (status == 0 || status == 1 ? " (exit() called by the library, or its output in the way?)" : "");
+}
+
+std::string ChildRun::tail(size_t lines) const {
+  std::vector<std::string> all;
+  for (size_t at = 0; at < output.size();) {
+    size_t nl = output.find('\n', at);
+    if (nl == std::string::npos) nl = output.size();
+    // RapidCheck's banner of its default configuration says nothing of the check.
+    if (nl > at && output.compare(at, 20, "Using configuration:") != 0) all.push_back(output.substr(at, nl - at));
+    at = nl + 1;
+  }
+  std::string out;
+  for (size_t i = all.size() > lines ? all.size() - lines : 0; i < all.size(); ++i) out += "\n  | " + printable(all[i], 300);
+  return out;
+}
+
+ChildRun run_child(const std::vector<std::string>& args, int timeout_s) {
+  Pipe rep, out;
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_adddup2(&fa, out.fd[1], STDOUT_FILENO);
-  posix_spawn_file_actions_adddup2(&fa, err.fd[1], STDERR_FILENO);
+  posix_spawn_file_actions_adddup2(&fa, out.fd[1], STDERR_FILENO);
+  posix_spawn_file_actions_adddup2(&fa, rep.fd[1], 3);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&attr, 0);  // its own group: killed whole, forks included
   std::vector<std::string> argv_s{"akv"};
   argv_s.insert(argv_s.end(), args.begin(), args.end());
   std::vector<char*> argv;
   for (auto& a : argv_s) argv.push_back(a.data());
   argv.push_back(nullptr);
   pid_t pid = -1;
-  const int rc = posix_spawn(&pid, "/proc/self/exe", &fa, nullptr, argv.data(), environ);
+  const int rc = posix_spawn(&pid, "/proc/self/exe", &fa, &attr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0)
-    throw Error(ErrorCode::kOutOfResources, std::string("gate: cannot start a process for check ") + skeleton.property + ": " + std::strerror(rc));
+  posix_spawnattr_destroy(&attr);
+  if (rc != 0) throw Error(ErrorCode::kOutOfResources, std::string("gate: cannot start a child process: ") + std::strerror(rc));
+  rep.close_end(1);
   out.close_end(1);
-  err.close_end(1);
 
-  std::string out_text, err_text;
+  ChildRun r;
+  bool over = false, rep_open = true, out_open = true, exited = false;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
-  bool timed_out = false;
-  for (bool out_open = true, err_open = true; out_open || err_open;) {
+  for (;;) {
+    // Exited yet? WNOWAIT keeps the zombie, so its process group id stays its own until the kill below.
+    siginfo_t info{};
+    if (::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == pid) exited = true;
+    if (rep_open) rep_open = drain(rep.fd[0], r.report, 0, kReportMax, over);
+    if (out_open) out_open = drain(out.fd[0], r.output, kOutputKeep, 0, over);
+    // Done when it exited (what it wrote before is read above; a process it forked may hold the
+    // pipes open) or both pipes closed and it exits.
+    if (exited) break;
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
     if (left <= 0) {
-      timed_out = true;
+      r.end = ChildRun::End::kTimedOut;
       break;
     }
-    pollfd p[2] = {{out_open ? out.fd[0] : -1, POLLIN, 0}, {err_open ? err.fd[0] : -1, POLLIN, 0}};
-    const int n = ::poll(p, 2, static_cast<int>(std::min<long long>(left, 1000)));
-    if (n < 0 && errno != EINTR) break;
-    char buf[65536];
-    for (int i = 0; i < 2; ++i) {
-      if (!(p[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-      const ssize_t got = ::read(p[i].fd, buf, sizeof buf);
-      if (got <= 0) {
-        (i == 0 ? out_open : err_open) = false;
-        continue;
-      }
-      std::string& dst = i == 0 ? out_text : err_text;
-      dst.append(buf, static_cast<size_t>(got));
-      if (i == 1 && dst.size() > 2 * kStderrKeep) dst.erase(0, dst.size() - kStderrKeep);
-    }
+    pollfd p[2] = {{rep_open ? rep.fd[0] : -1, POLLIN, 0}, {out_open ? out.fd[0] : -1, POLLIN, 0}};
+    ::poll(p, 2, static_cast<int>(std::min<long long>(left, rep_open || out_open ? 50 : 10)));
   }
-  if (timed_out) ::kill(pid, SIGKILL);
+  ::kill(-pid, SIGKILL);  // the group: the child when it timed out, and anything it left behind
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
-  if (timed_out)
-    return failed(std::move(skeleton),
-                  "did not finish within " + std::to_string(timeout_s) +
-                      " s (--check-timeout): a hang, a deadlock or a far too slow kernel; its process was killed",
-                  err_text, rerun);
-  if (WIFSIGNALED(status)) {
-    const int sig = WTERMSIG(status);
-    const char* abbrev = sigabbrev_np(sig);
-    return failed(std::move(skeleton),
-                  "crashed: its process died of signal " + std::to_string(sig) + " (SIG" + (abbrev ? abbrev : "?") + ": " +
-                      sigdescr_np(sig) + "), in the library or in akv; the gate went on with the next check",
-                  err_text, rerun);
+  if (r.end != ChildRun::End::kTimedOut) {
+    if (WIFSIGNALED(status)) {
+      r.end = ChildRun::End::kSignaled;
+      r.status = WTERMSIG(status);
+    } else {
+      r.status = WEXITSTATUS(status);
+    }
   }
-  const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  if (code == 2) {
-    std::string line = err_text.substr(0, err_text.find('\n'));
-    if (line.rfind("akv: error: ", 0) == 0) line = line.substr(12);
-    throw Error(ErrorCode::kBadKernels, skeleton.property + ": " + line);
-  }
-  if (code == 0 || code == 1) {
+  r.has_report = !over && !r.report.empty();
+  return r;
+}
+
+gate::Check check_from_child(const ChildRun& run, gate::Check skeleton, int timeout_s, const std::string& rerun) {
+  if (run.end == ChildRun::End::kExited && (run.status == 0 || run.status == 1) && run.has_report) {
     try {
-      const nlohmann::json j = nlohmann::json::parse(out_text);
+      const nlohmann::json j = nlohmann::json::parse(run.report);
       if (j.contains("checks") && j["checks"].is_array() && j["checks"].size() == 1) {
         gate::Check c = gate::check_from_json(j["checks"][0]);
         if (c.property == skeleton.property) return c;
@@ -139,9 +189,21 @@ gate::Check run_check_in_child(const std::vector<std::string>& args, gate::Check
     } catch (const std::exception&) {  // below: no report
     }
   }
-  return failed(std::move(skeleton),
-                "its process exited with status " + std::to_string(code) + " without a report of the check", err_text,
-                rerun);
+  skeleton.result = "fail";
+  skeleton.message = run.what(timeout_s) + "; the gate went on with the next check" + run.tail() +
+                     "\n  re-run it in one process (a debugger sees it): " + rerun;
+  return skeleton;
+}
+
+void gate_running(bool running, const std::string& library) {
+  if (running) g_library = library;
+  g_running.store(running);
+}
+
+void exit_guard(bool child) {
+  if (child) ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // the gate that started it is gone: so is it
+  static const bool once = std::atexit(on_exit) == 0;
+  (void)once;
 }
 
 }  // namespace akv::cli

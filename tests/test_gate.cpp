@@ -77,6 +77,7 @@ TEST(GT1_Abi, TablesAreValidatedField_by_field) {
   bad("abi_version", [](akv_kernels& t) { t.abi_version = 2; });
   bad("name", [](akv_kernels& t) { t.name = nullptr; });
   bad("name", [](akv_kernels& t) { t.name = "tab\there"; });
+  bad("name", [](akv_kernels& t) { t.name = ""; });
   bad("provides", [](akv_kernels& t) { t.provides |= 1u << 12; });
   bad("rope", [](akv_kernels& t) { t.rope = nullptr; });
   bad("prepare_weight", [](akv_kernels& t) { t.prepare_weight = [](void*, const float*, int32_t, int32_t) -> void* { return nullptr; }; });
@@ -343,6 +344,52 @@ TEST(GT5_GateIsolation, AHangIsKilledAtTheTimeoutAndFailsItsCheck) {
                                          "GT2.rmsnorm.rows", "--check-timeout", "60"});
   EXPECT_EQ(ok.code, 0) << ok.out << ok.err;
   EXPECT_NE(ok.out.find("PASS GT2.rmsnorm.rows"), std::string::npos) << ok.out;
+}
+
+TEST(GT5_GateIsolation, ALibrarysOwnStdoutStaysOutOfTheReport) {
+  for (const bool in_process : {false, true}) {
+    std::vector<std::string> args{"gate", "--kernels", AKV_FAULTY_CHATTY, "--ops", "add", "--cases", "10", "--seed", "3", "--json"};
+    if (in_process) args.push_back("--in-process");
+    const test::CliRun r = test::run_akv(args, "", 300);
+    EXPECT_EQ(r.code, 0) << in_process << r.err;  // the add is sound: its prints change nothing
+    const nlohmann::json j = gate_json(r);
+    EXPECT_EQ(j.value("verdict", ""), "pass") << in_process;
+    const nlohmann::json* split = find_check(j, "GT2.add.split");
+    ASSERT_NE(split, nullptr);
+    EXPECT_EQ((*split)["result"], "pass") << (*split)["message"];
+    if (in_process) EXPECT_NE(r.err.find("add: n="), std::string::npos);  // its prints went to stderr
+  }
+}
+
+TEST(GT5_GateIsolation, ExitInAKernelIsNeverAPass) {
+  // Isolated: the checks that reach the exit fail, naming it; the verdict is fail (1).
+  const test::CliRun r = test::run_akv({"gate", "--kernels", AKV_FAULTY_EXIT, "--ops", "matmul", "--cases", "20", "--seed", "3"},
+                                       "", 300);
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("FAIL GT2.matmul.rows"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("exit() called"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("faulty-exit-on-shape: unsupported n="), std::string::npos) << r.out;  // the library's last words
+  // In one process: exit 2 with one line, never the library's status 0.
+  const test::CliRun in = test::run_akv(
+      {"gate", "--kernels", AKV_FAULTY_EXIT, "--ops", "matmul", "--cases", "20", "--seed", "3", "--json", "--in-process"}, "", 300);
+  EXPECT_EQ(in.code, 2) << in.err;
+  EXPECT_EQ(in.out, "");
+  EXPECT_NE(in.err.find("akv: error: bad_kernels: "), std::string::npos) << in.err;
+  EXPECT_NE(in.err.find("exit() called"), std::string::npos) << in.err;
+}
+
+TEST(GT5_GateCli, ABadEnvironmentOrOutIsExitTwoBeforeAnyCheck) {
+  const fs::path file = fs::temp_directory_path() / "akv_test_gate_out_is_a_file";
+  std::ofstream(file) << "x\n";
+  for (const auto& [env, args] : std::vector<std::pair<std::string, std::vector<std::string>>>{
+           {"RC_PARAMS='seed=abc'", {"gate", "--kernels", AKV_SOUND_BASE, "--cases", "3"}},
+           {"RC_PARAMS='reproduce=zzzz'", {"gate", "--kernels", AKV_SOUND_BASE, "--cases", "3", "--json"}},
+           {"", {"gate", "--kernels", AKV_SOUND_BASE, "--cases", "3", "--out", file.string()}}}) {
+    const test::CliRun r = test::run_akv(args, env);
+    EXPECT_EQ(r.code, 2) << env << r.err;
+    EXPECT_EQ(r.out, "") << env;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
 }
 
 // ---- GT5: an end-to-end counterexample is a conversation the witness re-runs

@@ -36,6 +36,7 @@ OpSet::OpSet(const akv_kernels* t, std::shared_ptr<void> owner, const std::strin
     bad("abi_version", std::to_string(t->abi_version) + ", this akv speaks " + std::to_string(AKV_KERNELS_ABI_VERSION) +
                            " (rebuild the library against this akv's include/akv/kernels.h)");
   if (t->name == nullptr) bad("name", "NULL");
+  if (t->name[0] == '\0') bad("name", "empty (a printable ASCII name of 1 to 64 characters)");
   for (size_t i = 0; t->name[i] != '\0'; ++i) {
     const unsigned char c = static_cast<unsigned char>(t->name[i]);
     if (i >= 64 || c < 0x20 || c > 0x7e) bad("name", "not a printable ASCII name of at most 64 characters");
