@@ -14,6 +14,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -124,12 +125,15 @@ void check_selection(const GateArgs& a, uint32_t select, const LibInfo& lib) {
     throw Error(ErrorCode::kBadKernels, a.kernels + ": provides none of the ops to check (provides: " + op_list(lib.provides) + ")");
 }
 
-// Writes `text` whole to `fd`.
-void write_all(int fd, const std::string& text) {
+// Writes `text` whole to `fd`; Error(kBadKernels) naming `library` when it cannot (in a child,
+// fd 3 is the report pipe: a library that closed or replaced it).
+void write_all(int fd, const std::string& text, const std::string& library) {
   for (size_t at = 0; at < text.size();) {
     const ssize_t n = ::write(fd, text.data() + at, text.size() - at);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) throw Error(ErrorCode::kOutOfResources, "gate: cannot write the report");
+    if (n <= 0)
+      throw Error(ErrorCode::kBadKernels, library + ": cannot write the gate's report to fd " + std::to_string(fd) + " (" +
+                                              std::strerror(errno) + "; closed or replaced by the library?)");
     at += static_cast<size_t>(n);
   }
 }
@@ -165,8 +169,11 @@ LibInfo probe(const GateArgs& a) {
 
 int run_gate_cmd(GateArgs& a) {
   const bool child = a.report_fd >= 0;
+  if (a.describe && !child) throw Error(ErrorCode::kBadInput, "--describe is the gate's own child's option: it needs --report-fd");
   if (child) a.json = a.in_process = true;
+  if (!child) ensure_std_fds();  // else a pipe could land on fd 0, 1 or 2
   exit_guard(child);
+  if (!a.in_process) supervise_children();
   // The JSON report goes to the report fd (a child) or the real stdout, which a library's own
   // prints then cannot corrupt: fd 1 becomes fd 2 while the gate runs.
   int json_fd = a.report_fd;
@@ -178,7 +185,13 @@ int run_gate_cmd(GateArgs& a) {
   const uint32_t select = parse_ops(a.ops);
   if (!a.check.empty()) gate::describe_check(a.check);  // an unknown id is exit 2 before any check runs
   check_rc_params();
-  if (!a.describe) check_out(a.opt.out);
+  if (!rc::detail::configuration().reproduce.empty() && a.check.empty() && !a.describe)
+    throw Error(ErrorCode::kBadInput, "RC_PARAMS replays a failure: name its check with --check ID (the id on the failure's report)");
+  if (!a.describe) {
+    check_out(a.opt.out);
+    // Absolute, so that a library that changes the working directory cannot move the files.
+    a.opt.out = std::filesystem::absolute(a.opt.out).lexically_normal().string();
+  }
   // A bad --model is exit 2 before any check runs; a child running one op check needs no model.
   if (!a.describe && !(child && !a.check.empty() && a.check.rfind("GT4.", 0) != 0)) load_model(a.opt.model);
   if (!a.seed_set) a.opt.seed = static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
@@ -196,7 +209,7 @@ int run_gate_cmd(GateArgs& a) {
     }
     check_selection(a, select, lib);
     if (a.describe) {
-      write_all(json_fd, nlohmann::json{{"name", lib.name}, {"provides", lib.provides}, {"own", lib.own}}.dump() + "\n");
+      write_all(json_fd, nlohmann::json{{"name", lib.name}, {"provides", lib.provides}, {"own", lib.own}}.dump() + "\n", a.kernels);
       gate_running(false);
       return 0;
     }
@@ -212,7 +225,11 @@ int run_gate_cmd(GateArgs& a) {
       if (c.result != "fail") return;
       std::cout << "  " << c.message << "\n";
       if (c.first_failure) std::cout << fmt::format("  first failing case: {}\n", c.first_failure);
-      if (!c.reproduce.empty()) std::cout << fmt::format("  reproduce: RC_PARAMS=\"{}\"\n", c.reproduce);
+      if (!c.reproduce.empty()) {
+        std::vector<std::string> replay = same_gate(a);
+        replay.insert(replay.end(), {"--check", c.property});
+        std::cout << fmt::format("  reproduce: RC_PARAMS=\"{}\" {}\n", c.reproduce, shell_words(replay));
+      }
       if (!c.counterexample.empty())
         std::cout << fmt::format("  counterexample: {} ({} bytes; {})\n", c.counterexample, c.counterexample_bytes, c.counterexample_shape);
       std::cout << std::flush;
@@ -251,7 +268,7 @@ int run_gate_cmd(GateArgs& a) {
                      {"seed", a.opt.seed}, {"cases", a.opt.cases}, {"verdict", code == 0 ? "pass" : "fail"},
                      {"checks", nlohmann::json::array()}};
     for (const auto& c : checks) j["checks"].push_back(gate::to_json(c));
-    write_all(json_fd, j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+    write_all(json_fd, j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n", a.kernels);
   } else {
     std::cout << fmt::format("akv gate: {}: {} passed, {} failed, {} skipped\n", code == 0 ? "PASS" : "FAIL", passed, failed, skipped);
     if (code != 0 && failed == 0)
@@ -284,8 +301,8 @@ Command add_gate(CLI::App& app) {
   c->add_flag("--in-process", a->in_process,
               "Load the library and run the checks in this process, not one process each: a crash or hang of the library then ends the gate (for a debugger)");
   // A child of the gate (cli/gate_isolate.hpp); not for users, so not in --help.
-  c->add_option("--report-fd", a->report_fd, "")->group("")->check(decimal(3, 1023));
-  c->add_flag("--describe", a->describe, "")->group("");
+  c->add_option("--report-fd", a->report_fd, "The gate's child: the fd of its report")->group("")->check(decimal(3, 1023));
+  c->add_flag("--describe", a->describe, "The gate's child: load the library and report its name and ops")->group("");
   return {c, [a] { return run_gate_cmd(*a); }};
 }
 

@@ -8,6 +8,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <dirent.h>
+
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -77,6 +79,51 @@ std::string signal_name(int sig) {
 }
 
 std::atomic<bool> g_running{false};
+std::atomic<pid_t> g_child_pid{0};  // the child running now, for the signal handler
+
+// The gate killed (Ctrl-C, a CI's timeout): its child's group goes with it, then the signal.
+void on_fatal_signal(int sig) {
+  const pid_t pid = g_child_pid.load();
+  if (pid > 0) {
+    ::kill(-pid, SIGKILL);
+    ::kill(pid, SIGKILL);
+  }
+  ::signal(sig, SIG_DFL);
+  ::raise(sig);
+}
+
+// Kills and reaps every process left under this one (a library's forks, daemons included:
+// the gate is their subreaper, so they are re-parented here when their parent ends).
+void reap_descendants() {
+  const pid_t self = ::getpid();
+  for (int round = 0; round < 100; ++round) {
+    bool found = false;
+    if (DIR* d = ::opendir("/proc")) {
+      while (dirent* e = ::readdir(d)) {
+        const pid_t p = static_cast<pid_t>(std::atol(e->d_name));
+        if (p <= 0) continue;
+        char path[64], buf[512];
+        std::snprintf(path, sizeof path, "/proc/%d/stat", static_cast<int>(p));
+        FILE* f = std::fopen(path, "r");
+        if (f == nullptr) continue;
+        const size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+        std::fclose(f);
+        buf[n] = '\0';
+        const char* close_paren = std::strrchr(buf, ')');  // comm may hold spaces and parens
+        int ppid = 0;
+        if (close_paren != nullptr && std::sscanf(close_paren + 1, " %*c %d", &ppid) == 1 && ppid == self) {
+          ::kill(p, SIGKILL);
+          found = true;
+        }
+      }
+      ::closedir(d);
+    }
+    while (::waitpid(-1, nullptr, WNOHANG) > 0) {
+    }
+    if (!found) return;
+    ::usleep(1000);
+  }
+}
 std::string g_library;  // set before g_running, read only by on_exit
 
 void on_exit() {
@@ -122,6 +169,7 @@ ChildRun run_child(const std::vector<std::string>& args, int timeout_s) {
   Pipe rep, out;
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);  // never the gate's stdin
   posix_spawn_file_actions_adddup2(&fa, out.fd[1], STDOUT_FILENO);
   posix_spawn_file_actions_adddup2(&fa, out.fd[1], STDERR_FILENO);
   posix_spawn_file_actions_adddup2(&fa, rep.fd[1], 3);
@@ -139,6 +187,7 @@ ChildRun run_child(const std::vector<std::string>& args, int timeout_s) {
   posix_spawn_file_actions_destroy(&fa);
   posix_spawnattr_destroy(&attr);
   if (rc != 0) throw Error(ErrorCode::kOutOfResources, std::string("gate: cannot start a child process: ") + std::strerror(rc));
+  g_child_pid.store(pid);
   rep.close_end(1);
   out.close_end(1);
 
@@ -163,9 +212,12 @@ ChildRun run_child(const std::vector<std::string>& args, int timeout_s) {
     ::poll(p, 2, static_cast<int>(std::min<long long>(left, rep_open || out_open ? 50 : 10)));
   }
   ::kill(-pid, SIGKILL);  // the group: the child when it timed out, and anything it left behind
+  if (!exited) ::kill(pid, SIGKILL);  // a child that left its group
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
+  g_child_pid.store(0);
+  reap_descendants();  // what escaped the group (setsid, setpgid) and was re-parented here
   if (r.end != ChildRun::End::kTimedOut) {
     if (WIFSIGNALED(status)) {
       r.end = ChildRun::End::kSignaled;
@@ -198,6 +250,22 @@ gate::Check check_from_child(const ChildRun& run, gate::Check skeleton, int time
 void gate_running(bool running, const std::string& library) {
   if (running) g_library = library;
   g_running.store(running);
+}
+
+void ensure_std_fds() {
+  for (int fd = 0; fd <= 2; ++fd)
+    if (::fcntl(fd, F_GETFD) < 0) {
+      const int n = ::open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY);  // lowest free fd: this one
+      if (n >= 0 && n != fd) {
+        ::dup2(n, fd);
+        ::close(n);
+      }
+    }
+}
+
+void supervise_children() {
+  ::prctl(PR_SET_CHILD_SUBREAPER, 1);
+  for (int sig : {SIGTERM, SIGINT, SIGHUP}) ::signal(sig, on_fatal_signal);
 }
 
 void exit_guard(bool child) {

@@ -38,6 +38,13 @@ ChildRun run_child(const std::vector<std::string>& args, int timeout_s);
 /// command that reproduces it in one process).
 gate::Check check_from_child(const ChildRun& run, gate::Check skeleton, int timeout_s, const std::string& rerun);
 
+/// Opens /dev/null on whichever of fds 0, 1 and 2 is closed, so that no pipe of the gate lands there.
+void ensure_std_fds();
+/// In the gate that starts children: it becomes their subreaper (run_child kills and reaps
+/// whatever a child left, setsid'd daemons too), and SIGTERM, SIGINT or SIGHUP kill the
+/// running child's group before the gate ends.
+void supervise_children();
+
 /// Makes an exit() while gate_running(true) (a kernel library's, from an op or its loading)
 /// exit 2 with one line on stderr naming it, never a silent 0 or a cut-off report; in a child
 /// (`child`) also makes the parent's death kill it.

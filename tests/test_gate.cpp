@@ -384,12 +384,48 @@ TEST(GT5_GateCli, ABadEnvironmentOrOutIsExitTwoBeforeAnyCheck) {
   for (const auto& [env, args] : std::vector<std::pair<std::string, std::vector<std::string>>>{
            {"RC_PARAMS='seed=abc'", {"gate", "--kernels", AKV_SOUND_BASE, "--cases", "3"}},
            {"RC_PARAMS='reproduce=zzzz'", {"gate", "--kernels", AKV_SOUND_BASE, "--cases", "3", "--json"}},
-           {"", {"gate", "--kernels", AKV_SOUND_BASE, "--cases", "3", "--out", file.string()}}}) {
+           {"", {"gate", "--kernels", AKV_SOUND_BASE, "--cases", "3", "--out", file.string()}},
+           // A reproduce string replays one check's case: without --check it names nothing to run.
+           {"RC_PARAMS='reproduce=BIxRUNjLhRGZuIWa0dXazV2LiJTAAAAAAAAAAEAAAAAAAAAABAAAAAAAAAQAAAAAAAAAAIAACkBAAAwABIgA'",
+            {"gate", "--kernels", AKV_SOUND_BASE, "--cases", "3"}},
+           {"", {"gate", "--kernels", AKV_SOUND_BASE, "--describe"}}}) {
     const test::CliRun r = test::run_akv(args, env);
     EXPECT_EQ(r.code, 2) << env << r.err;
     EXPECT_EQ(r.out, "") << env;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
   }
+}
+
+TEST(GT5_GateCli, ClosedStandardStreamsChangeNothing) {
+  // The gate's pipes must not land on fd 0, 1 or 2 when the caller closed them.
+  for (const char* redirect : {">&- 2>&-", "<&- 2>&-"}) {
+    const std::string cmd = "exec " + test::sh_quote(AKV_CLI) + " gate --kernels " + test::sh_quote(AKV_SOUND_BASE) +
+                            " --ops add --cases 5 --seed 1 --out " + test::sh_quote(::testing::TempDir() + "akv_gate_fds") + " " +
+                            redirect + " >/dev/null";
+    const int st = std::system(("(" + cmd + ")").c_str());
+    EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << redirect << ": status " << st;
+  }
+}
+
+TEST(GT5_GateCli, TheReproduceLineReplaysTheFailure) {
+  const fs::path out = fs::temp_directory_path() / "akv_test_gate_replay";
+  const test::CliRun r = test::run_akv({"gate", "--kernels", AKV_BROKEN_SPLIT_K, "--cases", "50", "--seed", "2", "--check",
+                                        "GT2.matmul.rows", "--out", out.string()});
+  ASSERT_EQ(r.code, 1) << r.out << r.err;
+  const size_t at = r.out.find("reproduce: RC_PARAMS=\"");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  const size_t begin = at + 22, end = r.out.find('"', begin);
+  const std::string rc = r.out.substr(begin, end - begin);
+  EXPECT_NE(r.out.find("--check GT2.matmul.rows", end), std::string::npos) << r.out;  // the line names its check
+  const test::CliRun again = test::run_akv({"gate", "--kernels", AKV_BROKEN_SPLIT_K, "--cases", "50", "--seed", "2", "--check",
+                                            "GT2.matmul.rows", "--out", out.string(), "--json"},
+                                           "RC_PARAMS=" + test::sh_quote(rc));
+  EXPECT_EQ(again.code, 1) << again.out << again.err;
+  const nlohmann::json j = gate_json(again);
+  const nlohmann::json* c = find_check(j, "GT2.matmul.rows");
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ((*c)["result"], "fail");
+  EXPECT_EQ((*c)["counterexample_shape"], "M=2 n=2 d=1") << (*c)["message"];  // the shrunk case, replayed
 }
 
 // ---- GT5: an end-to-end counterexample is a conversation the witness re-runs

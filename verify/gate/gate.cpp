@@ -1,7 +1,9 @@
 #include "verify/gate/gate.hpp"
 
 #include <rapidcheck.h>
+#include <unistd.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -36,15 +38,20 @@ rc::detail::TestParams params(const Options& o) {
   return p;
 }
 
-// "<out>/<property>.json" with `body`; the path and its size go into c.
+// "<out>/<property>.json" with `body`, written to a file of this process's and renamed into
+// place (two gates sharing --out never leave a torn file); the path and its size go into c.
 void write_file(Check& c, const Options& o, const std::string& body) {
   std::error_code ec;
   std::filesystem::create_directories(o.out, ec);
   const std::string path = (std::filesystem::path(o.out) / (c.property + ".json")).string();
-  std::ofstream f(path, std::ios::binary);
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  std::ofstream f(tmp, std::ios::binary);
   f << body;
   f.close();
-  if (!f) throw Error(ErrorCode::kBadInput, "--out: cannot write " + path);
+  if (!f || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    throw Error(ErrorCode::kBadInput, "--out: cannot write " + path);
+  }
   c.counterexample = path;
   c.counterexample_bytes = static_cast<long>(body.size());
 }
@@ -215,14 +222,28 @@ namespace {
 }
 }  // namespace
 
+namespace {
+// RC_PARAMS="reproduce=..." replays one failing case; when it no longer fails, RapidCheck says
+// so as an error, which for the replayed check is a pass of that one case.
+Check replayed(Check c) {
+  if (c.result == "fail" && c.message.find("Reproduced result is not a failure") != std::string::npos) {
+    c.result = "pass";
+    c.cases = 1;
+    c.first_failure = 0;
+    c.message = "RC_PARAMS replayed the failing case: it no longer fails";
+  }
+  return c;
+}
+}  // namespace
+
 Check run_check(const std::string& property, std::shared_ptr<const OpSet> ops, const Options& o) {
   if (o.cases < 1) throw Error(ErrorCode::kBadInput, "--cases must be >= 1");
   for (const OpProperty& p : op_properties())
-    if (p.id == property) return run_op(p, *ops, o);
+    if (p.id == property) return replayed(run_op(p, *ops, o));
   for (const char* id : kEndToEnd)
     if (property == std::string("GT4.") + id) {
       if (ops->has_threads()) ops->set_threads(1);  // as run_gate: the end-to-end draws set their own
-      return run_e2e(id, ops, o);
+      return replayed(run_e2e(id, ops, o));
     }
   no_such_check(property);
 }
