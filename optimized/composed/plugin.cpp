@@ -11,7 +11,8 @@ namespace akv {
 std::shared_ptr<const OpSet> load_kernels(const std::string& path, uint32_t select) {
   auto bad = [&](const std::string& what) { throw Error(ErrorCode::kBadKernels, path + ": " + what); };
   std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) bad("no such file");
+  if (!std::filesystem::is_regular_file(path, ec))
+    bad(std::filesystem::exists(path, ec) ? "not a regular file (a directory?)" : "no such file");
   // A bare name would make dlopen search the library path: always name the file itself.
   const std::string file = path.find('/') == std::string::npos ? "./" + path : path;
   void* h = dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
