@@ -157,9 +157,9 @@ LibInfo probe(const GateArgs& a) {
     if (at != std::string::npos) {
       const std::string line = run.output.substr(at + 12, run.output.find('\n', at) - at - 12);
       const size_t colon = line.find(": ");
-      for (int c = 0; c <= static_cast<int>(ErrorCode::kBadKernels); ++c)
-        if (colon != std::string::npos && line.compare(0, colon, error_code_name(static_cast<ErrorCode>(c))) == 0)
-          throw Error(static_cast<ErrorCode>(c), line.substr(colon + 2));
+      ErrorCode code;
+      if (colon != std::string::npos && error_code_from_name(std::string_view(line).substr(0, colon), code))
+        throw Error(code, line.substr(colon + 2));
     }
   }
   const std::string last = run.tail(1);

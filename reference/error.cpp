@@ -23,4 +23,16 @@ const char* error_code_name(ErrorCode c) {
   return "unknown";
 }
 
+bool error_code_from_name(std::string_view name, ErrorCode& code) {
+  // The codes are the enum's values 0, 1, ...; error_code_name answers "unknown" past the last.
+  for (int i = 0;; ++i) {
+    const std::string_view n = error_code_name(static_cast<ErrorCode>(i));
+    if (n == "unknown") return false;
+    if (n == name) {
+      code = static_cast<ErrorCode>(i);
+      return true;
+    }
+  }
+}
+
 }  // namespace akv

@@ -3,6 +3,7 @@
 #pragma once
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace akv {
 
@@ -26,6 +27,9 @@ enum class ErrorCode {
 
 /// The name of an error code, as printed in messages and JSON ("unknown_span", ...).
 const char* error_code_name(ErrorCode c);
+
+/// The code whose error_code_name is `name` ("bad_kernels" ...); false when none is.
+bool error_code_from_name(std::string_view name, ErrorCode& code);
 
 /// The one exception type of akv. what() is a one-line message naming the problem.
 class Error : public std::runtime_error {

@@ -105,3 +105,21 @@ TEST(O4_Logits, NextTokenLogitsAreTheLastRow) {
   ASSERT_EQ(s.logits().size(), vocab);
   EXPECT_TRUE(std::equal(s.logits().begin(), s.logits().end(), rows.end() - vocab));
 }
+
+namespace akv {
+namespace {
+// The gate passes a child's error on by its name (cli/gate_cmd.cpp): every name maps back.
+TEST(O6_Errors, EveryCodeNameMapsBackToItsCode) {
+  int named = 0;
+  for (int i = 0; std::string_view(error_code_name(static_cast<ErrorCode>(i))) != "unknown"; ++i, ++named) {
+    ErrorCode c;
+    ASSERT_TRUE(error_code_from_name(error_code_name(static_cast<ErrorCode>(i)), c)) << i;
+    EXPECT_EQ(c, static_cast<ErrorCode>(i));
+  }
+  EXPECT_GE(named, static_cast<int>(ErrorCode::kBadKernels) + 1);
+  ErrorCode c;
+  EXPECT_FALSE(error_code_from_name("no_such_code", c));
+  EXPECT_FALSE(error_code_from_name("", c));
+}
+}  // namespace
+}  // namespace akv

@@ -56,8 +56,14 @@ void write_file(Check& c, const Options& o, const std::string& body) {
   c.counterexample_bytes = static_cast<long>(body.size());
 }
 
+// A check before it runs: id, op, kind and summary (run_op, run_e2e and describe_check).
+Check op_skeleton(const OpProperty& p) { return Check{p.id, op_list(p.op), p.kind, p.summary}; }
+Check e2e_skeleton(const std::string& id, const prop::PropertyDef& def) {
+  return Check{"GT4." + id, "model", "end-to-end", def.summary};
+}
+
 Check run_op(const OpProperty& p, const OpSet& s, const Options& o) {
-  Check c{p.id, op_list(p.op), p.kind, p.summary};
+  Check c = op_skeleton(p);
   if (!(s.own() & p.op)) {
     c.result = "skipped";
     c.message = "served by the reference: the library does not provide it, or --ops left it out";
@@ -153,7 +159,7 @@ gen::Profile gate_profile(const Options& o) {
 Check run_e2e(const std::string& id, std::shared_ptr<const OpSet> s, const Options& o) {
   const prop::PropertyDef* def = prop::find_property(id);
   if (def == nullptr) throw Error(ErrorCode::kBadInput, "gate: no property " + id);
-  Check c{"GT4." + id, "model", "end-to-end", def->summary};
+  Check c = e2e_skeleton(id, *def);
   prop::Context ctx;
   ctx.backend = "gate";
   ctx.profile = gate_profile(o);
@@ -220,9 +226,7 @@ namespace {
   for (const auto& id : check_ids()) known += " " + id;
   throw Error(ErrorCode::kBadInput, "no gate check '" + property + "'; the checks:" + known);
 }
-}  // namespace
 
-namespace {
 // RC_PARAMS="reproduce=..." replays one failing case; when it no longer fails, RapidCheck says
 // so as an error, which for the replayed check is a pass of that one case.
 Check replayed(Check c) {
@@ -250,11 +254,12 @@ Check run_check(const std::string& property, std::shared_ptr<const OpSet> ops, c
 
 Check describe_check(const std::string& property) {
   for (const OpProperty& p : op_properties())
-    if (p.id == property) return Check{p.id, op_list(p.op), p.kind, p.summary};
+    if (p.id == property) return op_skeleton(p);
   for (const char* id : kEndToEnd)
     if (property == std::string("GT4.") + id) {
       const prop::PropertyDef* def = prop::find_property(id);
-      return Check{property, "model", "end-to-end", def != nullptr ? def->summary : ""};
+      if (def == nullptr) throw Error(ErrorCode::kBadInput, "gate: no property " + std::string(id));
+      return e2e_skeleton(id, *def);
     }
   no_such_check(property);
 }
