@@ -149,6 +149,23 @@ TEST(O5_Witness, SmallModelAndSeed) {
   EXPECT_GT(j["poison_vs_never_max_abs"].get<double>(), 0.0);
 }
 
+// O5's --logit-rows: every row's logits or the last only, both exact on akv's backends, with
+// the same caches (a row's bits do not depend on which rows' logits were asked for, O7).
+TEST(O5_Witness, LogitRowsAllOrLastAreBothExact) {
+  std::string cache[2];
+  int i = 0;
+  for (const char* rows : {"last", "all"}) {
+    const Cli r = akv_cli("witness " + test::example("ja01_banking_bill_important_instructions.json") +
+                          " --evict 1 --logit-rows " + rows + " --json");
+    ASSERT_EQ(r.code, 0) << rows << r.out;
+    const auto j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["evict_vs_never_max_abs"].get<double>(), 0.0) << rows;
+    EXPECT_GT(j["poison_vs_never_max_abs"].get<double>(), 0.0) << rows;
+    cache[i++] = j["cache_sha256_evicted"].get<std::string>();
+  }
+  EXPECT_EQ(cache[0], cache[1]);
+}
+
 TEST(O5_Witness, CatchesABackendThatBreaksInvariance) {
   // The witness's own control: a backend whose bits depend on chunking must fail it.
   const Conversation c = load_conversation(test::example("ad01_banking_ut0_gpt4omini.json"));
@@ -245,6 +262,7 @@ TEST(O5_Witness, BadInputExitsTwoWithAOneLineMessage) {
       {test::example("ja01_banking_bill_important_instructions.json") + " --evict 1,1", "repeated"},
       {"/nonexistent/conv.json --evict 0", "cannot read"},
       {test::example("ad01_banking_ut0_gpt4omini.json") + " --evict 1 --evict-poisoned", "excludes"},
+      {test::example("ad01_banking_ut0_gpt4omini.json") + " --logit-rows first", "--logit-rows"},
   };
   for (const auto& c : cases) {
     const Cli r = akv_cli("witness " + c.args);
