@@ -80,7 +80,8 @@ class ComposedBackend final : public Backend {
     size_t at = 0;
     for (int l = 0; l < c.n_layers; ++l)
       for (const float* rows : {k[l], v[l]}) {
-        if (std::memcmp(rows, prefix.data() + at, begin * kvd * sizeof(float)) != 0)
+        // begin == 0: no prefix, and prefix.data() may be NULL (memcmp's arguments must not be)
+        if (begin > 0 && std::memcmp(rows, prefix.data() + at, begin * kvd * sizeof(float)) != 0)
           throw Error(ErrorCode::kBadKernels, who + " rewrote prefix rows of layer " + std::to_string(l) +
                                                   " (E3: entries before the span are never touched)");
         at += begin * kvd;
