@@ -12,6 +12,7 @@
 #include "reference/error.hpp"
 #include "reference/session.hpp"
 #include "verify/backends.hpp"
+#include "verify/compare.hpp"
 #include "verify/models.hpp"
 #include "verify/npy.hpp"
 #include "verify/witness.hpp"
@@ -59,6 +60,13 @@ int run_logits(const LogitsArgs& a) {
     positions = {s.size() - 1};
   }
   const size_t vocab = static_cast<size_t>(c.vocab);
+  // A5: a NaN or an Inf is never handed on as a logit (JSON would carry it as null); exit 1.
+  if (const size_t i = first_non_finite(rows); i < rows.size()) {
+    std::cerr << fmt::format("akv logits: {}: the logits hold {} at position {}, vocab index {}: nothing written (a "
+                             "non-finite logit compares as nothing, spec/arithmetic.md A5)\n",
+                             a.file, rows[i], positions[i / vocab], i % vocab);
+    return 1;
+  }
   if (a.json) {
     nlohmann::json l = nlohmann::json::array();
     for (size_t r = 0; r < positions.size(); ++r)

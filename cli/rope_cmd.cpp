@@ -28,8 +28,9 @@ int run_rope(const RopeArgs& a) {
   if (n > static_cast<uint64_t>(t.max_pos))
     throw Error(ErrorCode::kBadInput, fmt::format("--positions {}: the model's table has {} positions", n, t.max_pos));
   const size_t half = static_cast<size_t>(t.head_dim / 2), rows = static_cast<size_t>(n);
-  std::vector<float> both(t.cos.begin(), t.cos.begin() + static_cast<std::ptrdiff_t>(rows * half));
-  both.insert(both.end(), t.sin.begin(), t.sin.begin() + static_cast<std::ptrdiff_t>(rows * half));
+  const float *cos = t.cos_rows(static_cast<int>(rows)), *sin = t.sin_rows(static_cast<int>(rows));
+  std::vector<float> both(cos, cos + rows * half);
+  both.insert(both.end(), sin, sin + rows * half);
   write_npy_f32(a.out, both, {2, rows, half});
   std::cout << fmt::format("{}: float32 (2, {}, {}): cos, sin of model {} (head_dim {}, theta {})\n", a.out, rows, half,
                            lm.name, t.head_dim, lm.model->config.rope_theta)

@@ -8,6 +8,8 @@
 #include "cli/commands.hpp"
 #include "cli/options.hpp"
 #include "cli/shared_options.hpp"
+#include "optimized/cpu/isa.hpp"
+#include "optimized/cpu/thread_pool.hpp"
 #include "verify/witness.hpp"
 
 namespace akv::cli {
@@ -60,6 +62,17 @@ Command add_witness(CLI::App& app) {
                 "Rows whose logits each append computes: last (as an engine asks) or all (as the property suite; its counterexample files say so)")
       ->capture_default_str()
       ->check(CLI::IsMember({"last", "all"}));
+  w->add_flag("--same-config", a->opt.same_config,
+              "Build the never-shown run under one configuration only (a weaker certificate: invariance across threads and "
+              "ISAs is then not checked)");
+  auto* ct = w->add_option("--cross-threads", a->opt.cross_threads,
+                           "Threads of the second configuration (default: 1, or 2 when the first runs 1)")
+                 ->check(decimal(1, cpu::kMaxThreads));
+  auto* ci = w->add_option("--cross-isa", a->opt.cross_isa,
+                           "ISA of the second configuration: " + names_help(cpu::isa_choices()) +
+                               " (default: another ISA this CPU runs)")
+                 ->check(nonempty());
+  w->get_option("--same-config")->excludes(ct)->excludes(ci);
   w->add_flag("--json", a->json, "Print one JSON object instead of text");
   return {w, [a] { return run_witness_cmd(*a); }};
 }

@@ -42,6 +42,7 @@ class ChatmlEncoder final : public ChatEncoder {
       : tok_(std::move(tok)), t_(std::move(t)), start_(start), end_(end), newline_(tok_.encode("\n")) {}
 
   std::string name() const override { return "chatml"; }
+  int vocab_size() const override { return tok_.vocab_size(); }
 
   EncodedConversation encode(const Conversation& c) const override {
     check_token_ids(c, tok_.vocab_size());
@@ -134,8 +135,13 @@ std::shared_ptr<const ChatEncoder> make_chatml_encoder(BpeTokenizer tok, std::st
   ChatmlTemplate t = parse_chatml_template(chat_template, source);
   const auto special = [&](const char* name) {
     const auto id = tok.find(name);
-    if (!id || !tok.is_special(*id))
-      bad(source, "tokens", std::string(name) + (id ? " is not a special (control) token" : " is not in the vocabulary"));
+    // CT1: a control token, never a user-defined one (GGUF type 4, HF "special": false), whose
+    // text a message could spell and so forge a turn.
+    if (!id || tok.token_type(*id) != TokenType::kControl)
+      bad(source, "tokens",
+          std::string(name) + (!id                  ? " is not in the vocabulary"
+                               : tok.is_special(*id) ? " is a user-defined token, not a control token (spec/tokenizer.md CT1)"
+                                                     : " is not a special (control) token"));
     return *id;
   };
   const Token start = special("<|im_start|>"), end = special("<|im_end|>");

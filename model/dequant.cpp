@@ -1,5 +1,7 @@
 #include "model/dequant.hpp"
 
+#include <cmath>
+
 #include <bit>
 #include <cstring>
 
@@ -96,14 +98,26 @@ void dequantize(uint32_t type, std::span<const uint8_t> in, std::span<float> out
   }
 }
 
-std::vector<float> dequantize(const TensorInfo& t) {
-  const std::string what = "tensor '" + std::string(t.name) + "'";
+std::vector<float> dequantize(const TensorInfo& t, const std::string& file) {
+  const std::string what = (file.empty() ? "" : file + ": ") + "tensor '" + std::string(t.name) + "'";
   if (!dequantize_supported(t.type))
     throw Error(ErrorCode::kBadModel, what + ": tensor type " + type_name(t.type) +
                                           " is not supported (akv dequantizes F32, F16, BF16, Q8_0, Q4_0, Q4_1)");
   std::vector<float> out(t.n_elements);
   dequantize(t.type, {t.data, t.n_bytes}, out, what);
   return out;
+}
+
+void check_finite(std::span<const float> v, size_t row_len, const std::string& where) {
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (std::isfinite(v[i])) continue;
+    const size_t n = row_len ? row_len : 1;
+    throw Error(ErrorCode::kBadModel,
+                where + "[" + std::to_string(i) + "] (row " + std::to_string(i / n) + ", column " + std::to_string(i % n) +
+                    "): " + (std::isnan(v[i]) ? "nan" : v[i] > 0 ? "inf" : "-inf") +
+                    ": a weight that is not finite makes every value it reaches NaN, so no comparison could prove "
+                    "anything (spec/gguf.md F8)");
+  }
 }
 
 }  // namespace akv::model

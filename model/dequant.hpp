@@ -25,7 +25,13 @@ bool dequantize_supported(uint32_t type);
 void dequantize(uint32_t type, std::span<const uint8_t> in, std::span<float> out, const std::string& what);
 
 /// One tensor of a GgufFile as float32, n_elements values in ggml order (dims[0] fastest).
-/// Throws Error(kBadModel) naming the tensor for an unsupported type.
-std::vector<float> dequantize(const TensorInfo& t);
+/// Throws Error(kBadModel) `FILE: tensor 'NAME': ...` for an unsupported type (`file` names
+/// the file; empty: the message starts at the tensor).
+std::vector<float> dequantize(const TensorInfo& t, const std::string& file = "");
+
+/// spec/gguf.md F8: throws Error(kBadModel) `WHERE[i] (row r, column c): nan: ...` naming the
+/// first element of `v` that is not finite; `row_len` is the tensor's contiguous row length
+/// (ggml dims[0], torch's last dim). Every weight a model holds is checked at load.
+void check_finite(std::span<const float> v, size_t row_len, const std::string& where);
 
 }  // namespace akv::model

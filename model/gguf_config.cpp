@@ -1,6 +1,9 @@
 #include "model/gguf_config.hpp"
 
 #include <limits>
+#include <set>
+#include <string_view>
+#include <variant>
 
 #include "reference/error.hpp"
 
@@ -39,6 +42,47 @@ void check_embedding(const GgufFile& f, const TensorInfo& t, const Config& c) {
         dims_text(t) + ", expected [" + std::to_string(c.hidden) + ", " + std::to_string(c.vocab) + "] (hidden, vocab)");
 }
 
+// C5: the metadata keys akv reads and implements; any other key under `llama.` or
+// `tokenizer.` would change the function (a RoPE scaling, a sliding window, a soft-cap, a
+// tokenizer flag), so the file is refused naming it. `general.` and `quantize.` keys describe
+// the file and change nothing (general.architecture and general.alignment are checked).
+void check_metadata_keys(const GgufFile& f) {
+  static const std::set<std::string_view> read = {
+      "llama.embedding_length", "llama.block_count", "llama.feed_forward_length", "llama.context_length",
+      "llama.attention.head_count", "llama.attention.head_count_kv", "llama.attention.key_length",
+      "llama.attention.value_length", "llama.attention.layer_norm_rms_epsilon", "llama.rope.dimension_count",
+      "llama.rope.freq_base", "llama.rope.scaling.type", "llama.vocab_size",
+      "tokenizer.ggml.model", "tokenizer.ggml.pre", "tokenizer.ggml.tokens", "tokenizer.ggml.token_type",
+      "tokenizer.ggml.merges", "tokenizer.chat_template",
+      // ids of named tokens: which token is BOS, EOS, padding; they do not change the logits.
+      "tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id", "tokenizer.ggml.unknown_token_id",
+      "tokenizer.ggml.padding_token_id", "tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id",
+      "tokenizer.ggml.seperator_token_id", "tokenizer.ggml.separator_token_id", "tokenizer.ggml.cls_token_id",
+      "tokenizer.ggml.mask_token_id"};
+  // Flags whose false value is what akv does; true would make the file's own runtime add text.
+  static const std::set<std::string_view> must_be_false = {"tokenizer.ggml.add_bos_token", "tokenizer.ggml.add_eos_token",
+                                                           "tokenizer.ggml.add_space_prefix", "tokenizer.ggml.add_sep_token"};
+  // Mixture-of-experts counts: 0 is a dense block, which is what akv runs.
+  static const std::set<std::string_view> must_be_zero = {"llama.expert_count", "llama.expert_used_count"};
+  for (const auto& [key, value] : f.metadata()) {
+    const std::string k(key);
+    if (k.starts_with("general.") || k.starts_with("quantize.")) continue;
+    if (read.count(key)) continue;
+    if (must_be_false.count(key)) {
+      if (!std::holds_alternative<bool>(value)) bad(f, "metadata '" + k + "'", "expected a bool");
+      if (std::get<bool>(value))
+        bad(f, "metadata '" + k + "'", "true is not implemented (akv's chat template adds no such token; spec/gguf.md C5)");
+      continue;
+    }
+    if (must_be_zero.count(key)) {
+      if (f.get_uint(k) != 0) bad(f, "metadata '" + k + "'", "mixture-of-experts blocks are not implemented (spec/gguf.md C5)");
+      continue;
+    }
+    bad(f, "metadata '" + k + "'",
+        "not implemented: akv refuses a key that may change the model's function rather than ignore it (spec/gguf.md C5)");
+  }
+}
+
 }  // namespace
 
 Config config_from_gguf(const GgufFile& f, const std::string& name) {
@@ -46,6 +90,7 @@ Config config_from_gguf(const GgufFile& f, const std::string& name) {
   if (arch != "llama")
     bad(f, "metadata 'general.architecture'", "architecture '" + std::string(arch) + "' is not supported (expected llama)");
 
+  check_metadata_keys(f);
   Config c;
   c.name = name;
   c.hidden = required(f, "llama.embedding_length");

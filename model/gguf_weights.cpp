@@ -1,6 +1,7 @@
 #include "model/gguf_weights.hpp"
 
 #include <algorithm>
+#include <set>
 
 #include "model/dequant.hpp"
 #include "model/gguf_config.hpp"
@@ -10,8 +11,10 @@ namespace akv::model {
 
 namespace {
 
-// The tensor `name` as float32, checked to have ggml dims `dims` ([n] or [n, d] for W (d, n)).
-std::vector<float> load(const GgufFile& f, const std::string& name, std::vector<uint64_t> dims) {
+// The tensor `name` as float32, checked to have ggml dims `dims` ([n] or [n, d] for W (d, n))
+// and finite values (F8); `used` records it (C4).
+std::vector<float> load(const GgufFile& f, const std::string& name, std::vector<uint64_t> dims, std::set<std::string>& used) {
+  used.insert(name);
   const TensorInfo* t = f.find_tensor(name);
   if (!t) throw Error(ErrorCode::kBadModel, f.name() + ": tensor '" + name + "': missing");
   if (t->dims != dims) {
@@ -22,7 +25,30 @@ std::vector<float> load(const GgufFile& f, const std::string& name, std::vector<
     };
     throw Error(ErrorCode::kBadModel, f.name() + ": tensor '" + name + "'.dims: " + text(t->dims) + ", expected " + text(dims));
   }
-  return dequantize(*t);
+  std::vector<float> v = dequantize(*t, f.name());
+  check_finite(v, dims[0], f.name() + ": tensor '" + name + "'");
+  return v;
+}
+
+// C4: every tensor of the file is one the model reads, or the file is refused, naming it: a
+// tensor akv skipped (rope_freqs, a bias, a layer past block_count) would make akv compute
+// another function than the file's own runtime, silently.
+void check_all_used(const GgufFile& f, const std::set<std::string>& used, const Config& c) {
+  for (const TensorInfo& t : f.tensors()) {
+    const std::string name(t.name);
+    if (used.count(name)) continue;
+    std::string why = "not part of the llama model akv runs (spec/gguf.md C4)";
+    if (name == "rope_freqs.weight") why = "per-dimension RoPE frequency factors (Llama 3.1 RoPE scaling) are not implemented";
+    else if (name.ends_with(".bias")) why = "a bias is not part of akv's llama block (Qwen2's attention biases are not implemented)";
+    else if (name.starts_with("blk.")) {
+      const size_t dot = name.find('.', 4);
+      const std::string layer = name.substr(4, dot == std::string::npos ? std::string::npos : dot - 4);
+      if (!layer.empty() && layer.find_first_not_of("0123456789") == std::string::npos && layer.size() < 10 &&
+          std::stoll(layer) >= c.n_layers)
+        why = "layer " + layer + " is past llama.block_count (" + std::to_string(c.n_layers) + ")";
+    }
+    throw Error(ErrorCode::kBadModel, f.name() + ": tensor '" + name + "': " + why + "; akv refuses a file with a tensor it would ignore");
+  }
 }
 
 // Undoes the converter's Q/K row permutation (C3), head by head; rows of `n` floats.
@@ -48,23 +74,26 @@ Weights<float> weights_from_gguf(const GgufFile& f, const Config& c) {
   const auto q = static_cast<uint64_t>(c.q_dim()), kv = static_cast<uint64_t>(c.kv_dim());
   const auto ffn = static_cast<uint64_t>(c.ffn);
   Weights<float> w;
-  w.tok_emb = load(f, "token_embd.weight", {h, v});
+  std::set<std::string> used;
+  const auto load = [&](const std::string& name, std::vector<uint64_t> dims) { return akv::model::load(f, name, std::move(dims), used); };
+  w.tok_emb = load("token_embd.weight", {h, v});
   for (int l = 0; l < c.n_layers; ++l) {
     const std::string b = "blk." + std::to_string(l) + ".";
     LayerWeights<float> L;
-    L.attn_norm = load(f, b + "attn_norm.weight", {h});
-    L.wq = unpermute(load(f, b + "attn_q.weight", {h, q}), c.q_dim(), c.hidden, c.head_dim);
-    L.wk = unpermute(load(f, b + "attn_k.weight", {h, kv}), c.kv_dim(), c.hidden, c.head_dim);
-    L.wv = load(f, b + "attn_v.weight", {h, kv});
-    L.wo = load(f, b + "attn_output.weight", {q, h});
-    L.ffn_norm = load(f, b + "ffn_norm.weight", {h});
-    L.w1 = load(f, b + "ffn_gate.weight", {h, ffn});
-    L.w2 = load(f, b + "ffn_down.weight", {ffn, h});
-    L.w3 = load(f, b + "ffn_up.weight", {h, ffn});
+    L.attn_norm = load(b + "attn_norm.weight", {h});
+    L.wq = unpermute(load(b + "attn_q.weight", {h, q}), c.q_dim(), c.hidden, c.head_dim);
+    L.wk = unpermute(load(b + "attn_k.weight", {h, kv}), c.kv_dim(), c.hidden, c.head_dim);
+    L.wv = load(b + "attn_v.weight", {h, kv});
+    L.wo = load(b + "attn_output.weight", {q, h});
+    L.ffn_norm = load(b + "ffn_norm.weight", {h});
+    L.w1 = load(b + "ffn_gate.weight", {h, ffn});
+    L.w2 = load(b + "ffn_down.weight", {ffn, h});
+    L.w3 = load(b + "ffn_up.weight", {h, ffn});
     w.layers.push_back(std::move(L));
   }
-  w.final_norm = load(f, "output_norm.weight", {h});
-  if (!c.tied_output) w.wcls = load(f, "output.weight", {h, v});  // tied: classifier() reads tok_emb
+  w.final_norm = load("output_norm.weight", {h});
+  if (!c.tied_output) w.wcls = load("output.weight", {h, v});  // tied: classifier() reads tok_emb
+  check_all_used(f, used, c);
   return w;
 }
 

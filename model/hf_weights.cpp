@@ -3,6 +3,7 @@
 #include <cstring>
 #include <set>
 
+#include "model/dequant.hpp"
 #include "model/hf_config.hpp"
 #include "model/json_limited.hpp"
 #include "reference/error.hpp"
@@ -30,7 +31,9 @@ class Loader {
     if (f.tensor->shape != shape)
       throw Error(ErrorCode::kBadModel, f.file->name() + ": tensor " + quoted_name(name) + ".shape: " + shape_text(f.tensor->shape) +
                                             ", but config.json gives " + shape_text(shape) + " (" + what + ")");
-    return safetensors_to_float(*f.tensor, f.file->name());
+    std::vector<float> v = safetensors_to_float(*f.tensor, f.file->name());
+    check_finite(v, shape.back(), f.file->name() + ": tensor " + quoted_name(name));
+    return v;
   }
 
   bool has(const std::string& name) const { return c_.find(name).tensor != nullptr; }

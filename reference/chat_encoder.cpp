@@ -9,6 +9,7 @@ class FixtureEncoder final : public ChatEncoder {
  public:
   explicit FixtureEncoder(int vocab) : vocab_(vocab) {}
   std::string name() const override { return "fixture"; }
+  int vocab_size() const override { return vocab_; }
   EncodedConversation encode(const Conversation& c) const override {
     check_token_ids(c, vocab_);
     EncodedConversation e;

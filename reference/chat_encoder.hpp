@@ -31,6 +31,9 @@ class ChatEncoder {
   virtual ~ChatEncoder() = default;
   /// "fixture" (byte tokens, spec/model.md M5) or "chatml" (a real model's BPE + template).
   virtual std::string name() const = 0;
+  /// The ids this encoder can produce are [0, vocab_size()): a model must have at least that
+  /// many logits (spec/gguf.md C6, checked at load).
+  virtual int vocab_size() const = 0;
   /// The spans of `c`. Throws Error(kInvalidToken) for a raw id outside the vocabulary.
   virtual EncodedConversation encode(const Conversation& c) const = 0;
   /// Plain text -> ids, no template and no special-token parsing (special text stays text).

@@ -25,9 +25,36 @@ const std::set<std::string>& never_reach_model() {
   return keys;
 }
 
-// Keys that reach the model but have no form in the byte tokenizer: rejected (IN2).
+// Keys that reach the model but have no serialisation in akv's spans: rejected (IN2).
 const char* no_token_form(const std::string& key) {
-  if (key == "audio") return "an audio reference reaches the model but has no token form in akv's byte tokenizer";
+  if (key == "audio") return "an audio reference reaches the model but akv serialises no audio (spec/input.md IN2)";
+  return nullptr;
+}
+
+// Top-level keys of a request or log that never reach the model's prompt or logits: where the
+// file came from, and the sampling and transport options of the API call (IN2).
+const std::set<std::string>& top_level_ignored() {
+  static const std::set<std::string> keys = {
+      "source", "tags", "note", "notes", "description", "metadata", "id", "created", "created_at", "timestamp",
+      "model", "user", "temperature", "top_p", "top_k", "seed", "n", "stream", "stream_options", "stop", "max_tokens",
+      "max_completion_tokens", "presence_penalty", "frequency_penalty", "logit_bias", "logprobs", "top_logprobs", "store",
+      "akv_counterexample"};  // a property's counterexample file: how it was found (spec/properties.md)
+  return keys;
+}
+
+// Why a top-level key that reaches the model is rejected (IN2), or nullptr for an unknown key.
+const char* top_level_reaches_model(const std::string& key) {
+  if (key == "system")
+    return "a top-level system prompt (Anthropic's request shape) reaches the model; write it as messages[0] with "
+           "role \"system\" (spec/input.md IN2)";
+  if (key == "tools" || key == "functions")
+    return "tool definitions reach the model: chat templates render them into the prompt, and akv's template renders "
+           "none, so a certificate would cover another prompt than the one the agent ran; remove them, or render them "
+           "into a system message yourself (spec/input.md IN2)";
+  if (key == "tool_choice" || key == "response_format" || key == "parallel_tool_calls" || key == "instructions")
+    return "this request option can change the prompt the model reads and akv does not render it (spec/input.md IN2)";
+  if (key == "input")
+    return "an OpenAI Responses API body: akv reads chat \"messages\"; convert its input items to messages (spec/input.md IN2)";
   return nullptr;
 }
 
@@ -82,8 +109,11 @@ std::string content_text(const json& m, const std::string& where, const std::str
     } else {
       bad(w + ".type", "'" + printable(type, 40) + "' parts" +
                            (type == "refusal" ? " belong to assistant messages"
-                                              : " reach the model but have no token form in akv's byte tokenizer "
-                                                "(only text parts, and refusal parts of assistant messages)"));
+                            : type == "tool_use" || type == "tool_result"
+                                ? " are Anthropic content blocks: akv reads OpenAI chat messages; write a tool_use as an "
+                                  "assistant's tool_calls and a tool_result as a tool message (spec/input.md IN2)"
+                                : " reach the model, and akv serialises only text parts (and refusal parts of assistant "
+                                  "messages): an image, audio or file has no token form in akv's spans (spec/input.md IN2)"));
     }
   }
   return s;
@@ -268,10 +298,17 @@ Conversation parse_conversation(std::string_view text) {
   Conversation c;
   const json& ms = j["messages"];
   if (ms.empty()) bad("messages", "empty array: a conversation holds at least one message");
-  // Top-level keys besides messages and poisoned (source, tags, tools, ...) belong to no
-  // message's span: ignored and listed (IN2).
-  for (const auto& [key, value] : j.items())
-    if (key != "messages" && key != "poisoned") c.ignored.push_back(printable(key, 40));
+  // Top-level keys besides messages and poisoned: those that never reach the model (the file's
+  // provenance, sampling options) are ignored and listed; those that do (a system prompt, tool
+  // definitions) and unknown ones are rejected, naming them (IN2).
+  for (const auto& [key, value] : j.items()) {
+    if (key == "messages" || key == "poisoned") continue;
+    if (const char* why = top_level_reaches_model(key)) bad(printable(key, 40), why);
+    if (!top_level_ignored().count(key))
+      bad(printable(key, 40), "unknown top-level field: akv cannot tell whether it reaches the model, so it rejects it "
+                              "(spec/input.md IN2)");
+    c.ignored.push_back(printable(key, 40));
+  }
   for (size_t i = 0; i < ms.size(); ++i)
     c.messages.push_back(parse_message(ms[i], "messages[" + std::to_string(i) + "]", c.ignored));
   if (j.contains("poisoned") && !j["poisoned"].is_null()) c.poisoned = poisoned_list(j["poisoned"], c.messages.size());

@@ -18,7 +18,7 @@ struct RunState {
   std::vector<T> x, xb, xb2, q, k, v, hb, hb2, att;
   explicit RunState(const Config& c)
       : x(c.hidden), xb(c.hidden), xb2(c.q_dim()), q(c.q_dim()), k(c.kv_dim()), v(c.kv_dim()),
-        hb(c.ffn), hb2(c.ffn), att(c.max_ctx) {}
+        hb(c.ffn), hb2(c.ffn) {}  // att grows with the cache (forward_token), never to a claimed max_ctx
   void fill(T value) {
     for (auto* b : {&x, &xb, &xb2, &q, &k, &v, &hb, &hb2, &att}) std::fill(b->begin(), b->end(), value);
   }
@@ -36,6 +36,7 @@ void forward_token(const ModelT<T>& m, KVCacheT<T>& cache, Token token, T* logit
   const int pos = static_cast<int>(cache.grow(1));
   const float* cos = m.rope->cos_at(pos);
   const float* sin = m.rope->sin_at(pos);
+  if (s.att.size() < static_cast<size_t>(pos) + 1) s.att.resize(std::max<size_t>(static_cast<size_t>(pos) + 1, 2 * s.att.size()));
 
   std::copy_n(m.weights.tok_emb.begin() + static_cast<size_t>(token) * d, d, s.x.begin());
   for (int l = 0; l < c.n_layers; ++l) {

@@ -1,25 +1,46 @@
 #include "reference/rope.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 namespace akv {
 
-RopeTable make_rope_table(int head_dim, float theta, int max_pos) {
-  RopeTable t;
-  t.head_dim = head_dim;
-  t.max_pos = max_pos;
-  const int half = head_dim / 2;
-  t.cos.resize(static_cast<size_t>(max_pos) * half);
-  t.sin.resize(static_cast<size_t>(max_pos) * half);
-  for (int i = 0; i < half; ++i) {
+RopeTable::RopeTable(int hd, float th, int mp) : head_dim(hd), max_pos(mp), theta(th) {
+  const size_t n = static_cast<size_t>(mp) * static_cast<size_t>(hd / 2);
+  // Uninitialised: the pages are not touched (nor counted in RSS) until their rows are filled.
+  cos_.reset(new float[n]);
+  sin_.reset(new float[n]);
+}
+
+RopeTable::RopeTable(RopeTable&& o) noexcept
+    : head_dim(o.head_dim), max_pos(o.max_pos), theta(o.theta), cos_(std::move(o.cos_)), sin_(std::move(o.sin_)),
+      filled_(o.filled_.load()) {}
+
+RopeTable& RopeTable::operator=(RopeTable&& o) noexcept {
+  head_dim = o.head_dim, max_pos = o.max_pos, theta = o.theta;
+  cos_ = std::move(o.cos_), sin_ = std::move(o.sin_);
+  filled_.store(o.filled_.load());
+  return *this;
+}
+
+void RopeTable::fill(int n) const {
+  const std::lock_guard<std::mutex> lock(fill_);
+  const int from = filled_.load(std::memory_order_relaxed);
+  if (n <= from) return;
+  // Whole blocks, so that a row-by-row reader does not take the lock per position.
+  const int to = std::min(max_pos, (n + kBlock - 1) / kBlock * kBlock);
+  const int h = half();
+  for (int i = 0; i < h; ++i) {
     const double inv_freq = std::pow(static_cast<double>(theta), -2.0 * i / head_dim);
-    for (int p = 0; p < max_pos; ++p) {
+    for (int p = from; p < to; ++p) {
       const double a = static_cast<double>(p) * inv_freq;
-      t.cos[static_cast<size_t>(p) * half + i] = static_cast<float>(std::cos(a));
-      t.sin[static_cast<size_t>(p) * half + i] = static_cast<float>(std::sin(a));
+      cos_[static_cast<size_t>(p) * h + i] = static_cast<float>(std::cos(a));
+      sin_[static_cast<size_t>(p) * h + i] = static_cast<float>(std::sin(a));
     }
   }
-  return t;
+  filled_.store(to, std::memory_order_release);
 }
+
+RopeTable make_rope_table(int head_dim, float theta, int max_pos) { return RopeTable(head_dim, theta, max_pos); }
 
 }  // namespace akv

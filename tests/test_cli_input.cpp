@@ -67,10 +67,10 @@ TEST(IN4_StrictOptions, EmptyNegativeNonNumericOrOutOfRangeIsExitTwoNamingTheOpt
 TEST(IN4_StrictOptions, EnvironmentVariablesAreStrict) {
   const std::string f = test::example(kConv);
   for (const char* env : {"AKV_THREADS=", "AKV_THREADS=abc", "AKV_THREADS=-1", "AKV_THREADS=0", "AKV_THREADS=1000"})
-    expect_usage_error(run_akv({"witness", f}, env), "$AKV_THREADS", env);
-  for (const char* env : {"AKV_ISA=", "AKV_ISA=sse9"}) expect_usage_error(run_akv({"witness", f}, env), "$AKV_ISA", env);
+    expect_usage_error(run_akv({"witness", f, "--model", "tiny"}, env), "$AKV_THREADS", env);
+  for (const char* env : {"AKV_ISA=", "AKV_ISA=sse9"}) expect_usage_error(run_akv({"witness", f, "--model", "tiny"}, env), "$AKV_ISA", env);
   // Valid values still work.
-  EXPECT_EQ(run_akv({"witness", f}, "AKV_THREADS=3 AKV_ISA=portable").code, 0);
+  EXPECT_EQ(run_akv({"witness", f, "--model", "tiny"}, "AKV_THREADS=3 AKV_ISA=portable").code, 0);
 }
 
 TEST(IN4_StrictOptions, BoundsModelHelpAndValuesFromOneRegistry) {
@@ -81,8 +81,8 @@ TEST(IN4_StrictOptions, BoundsModelHelpAndValuesFromOneRegistry) {
 }
 
 TEST(IN5_ExitCodes, ZeroOneTwoAndNoStdoutOnError) {
-  EXPECT_EQ(run_akv({"witness", test::example(kConv)}).code, 0);
-  const test::CliRun bad = run_akv({"witness", test::example(kConv), "--evict", "7", "--json"});
+  EXPECT_EQ(run_akv({"witness", test::example(kConv), "--model", "tiny"}).code, 0);
+  const test::CliRun bad = run_akv({"witness", test::example(kConv), "--model", "tiny", "--evict", "7", "--json"});
   expect_usage_error(bad, "out of range", "--evict 7");
   const test::CliRun usage = run_akv({"witness"});
   EXPECT_EQ(usage.code, 2);
@@ -93,7 +93,7 @@ TEST(IN5_ExitCodes, ZeroOneTwoAndNoStdoutOnError) {
 TEST(IN6_JsonOutput, ValidJsonWhateverBytesThePathCarries) {
   const std::string text = test::slurp(test::example(kConv));
   const std::string path = test::temp_bytes("bad\xff\xfe\x01name.json", text);
-  const test::CliRun r = run_akv({"witness", path, "--json"});
+  const test::CliRun r = run_akv({"witness", path, "--model", "tiny", "--json"});
   ASSERT_EQ(r.code, 0) << r.err;
   nlohmann::json j;
   ASSERT_NO_THROW(j = nlohmann::json::parse(r.out)) << r.out.substr(0, 400);
@@ -112,16 +112,16 @@ TEST(IN6_JsonOutput, BoundsJsonIsValidToo) {
 
 TEST(IN7_ErrorsNameTheProblem, ThroughTheBinary) {
   const std::string f = test::example(kConv);
-  expect_usage_error(run_akv({"witness", ::testing::TempDir()}), "is a directory", "directory");
+  expect_usage_error(run_akv({"witness", ::testing::TempDir(), "--model", "tiny"}), "is a directory", "directory");
   expect_usage_error(run_akv({"witness", test::temp_bytes("p.json", R"({"messages": [{"role": "user", "content": "a"},
       {"role": "user", "content": "b"}], "poisoned": ["1"]})")}),
                      "poisoned[0]: expected an integer message index, got string", "poisoned string");
   const std::string toks = test::temp_bytes("tok.json", R"({"messages": [{"role": "user", "content": "a"},
       {"role": "user", "tokens": [5, 999]}], "poisoned": [1]})");
-  expect_usage_error(run_akv({"witness", toks}), "invalid_token: " + toks + ": messages[1].tokens[1]: token id 999", "token");
+  expect_usage_error(run_akv({"witness", toks, "--model", "tiny"}), "invalid_token: " + toks + ": messages[1].tokens[1]: token id 999", "token");
   expect_usage_error(run_akv({"bounds", toks}), "messages[1].tokens[1]", "token (bounds)");
-  expect_usage_error(run_akv({"witness", f, "--backend", "gpu9"}), "unknown_backend: unknown backend 'gpu9'", "gpu9");
-  const test::CliRun cuda = run_akv({"witness", f, "--backend", "cuda"});
+  expect_usage_error(run_akv({"witness", f, "--model", "tiny", "--backend", "gpu9"}), "unknown_backend: unknown backend 'gpu9'", "gpu9");
+  const test::CliRun cuda = run_akv({"witness", f, "--model", "tiny", "--backend", "cuda"});
   if (cuda.code != 0) expect_usage_error(cuda, "backend_unavailable", "cuda without a device");
   expect_usage_error(run_akv({"witness", f, "--model", "huge"}), "unknown_model", "huge");
 }
@@ -131,7 +131,7 @@ TEST(IN7_ErrorsNameTheProblem, ThreadsThatCannotStartExitTwo) {
 #if defined(__SANITIZE_ADDRESS__)
   GTEST_SKIP() << "AddressSanitizer reserves terabytes of address space: ulimit -v cannot apply";
 #else
-  const test::CliRun r = run_akv({"witness", test::example(kConv), "--threads", "256"}, "ulimit -v 1000000;", 60);
+  const test::CliRun r = run_akv({"witness", test::example(kConv), "--model", "tiny", "--threads", "256"}, "ulimit -v 1000000;", 60);
   if (r.code == 0) GTEST_SKIP() << "256 threads started within 1 GB of address space here";
   expect_usage_error(r, "cannot start 256 threads", "ulimit");
 #endif

@@ -104,8 +104,8 @@ TEST(M6_RopeCommand, WritesTheModelsOneTable) {
   const RopeTable& t = *test::tiny()->rope;
   const size_t half = static_cast<size_t>(t.head_dim / 2);
   ASSERT_EQ(n.shape, (std::vector<size_t>{2, 40, half}));
-  EXPECT_EQ(std::memcmp(n.data.data(), t.cos.data(), 40 * half * 4), 0);
-  EXPECT_EQ(std::memcmp(n.data.data() + 40 * half, t.sin.data(), 40 * half * 4), 0);
+  EXPECT_EQ(std::memcmp(n.data.data(), t.cos_rows(40), 40 * half * 4), 0);
+  EXPECT_EQ(std::memcmp(n.data.data() + 40 * half, t.sin_rows(40), 40 * half * 4), 0);
   const auto big = run_akv({"rope", "--model", "tiny", "--positions", "99999999", "--out", path + "2"});
   EXPECT_EQ(big.code, 2);
   EXPECT_NE(big.err.find("--positions 99999999"), std::string::npos) << big.err;

@@ -184,7 +184,7 @@ TEST_P(K1_Matmul, FusedPanelsOfConcatenatedMatricesEqualSeparateOnes) {
 
 using K4_Attention = CpuKernels;
 TEST_P(K4_Attention, EqualsTheSpecBlocksAnchoredAtZero) {
-  for (int hd : {8, 32, 64}) {
+  for (int hd : cpu::kAttentionCheckHeadDims) {  // every path K4 dispatches on (kernels.hpp), 128 included
     const int group = 2, kvh = 2, stride = kvh * hd, n = 200;
     auto kc = randu(static_cast<size_t>(n) * stride, hd, -2, 2), vc = randu(kc.size(), hd + 1);
     for (int pos : {0, 1, 62, 63, 64, 65, 127, 128, 150}) {
@@ -209,7 +209,7 @@ TEST_P(K4_Attention, EqualsTheSpecBlocksAnchoredAtZero) {
 TEST_P(K4_Attention, RowsOfAnItemEqualEachTokenAlone) {
   // An item of `rows` consecutive tokens shares the passes over the cache; each token's bits must
   // be those of the token alone (rows = 1), i.e. the clause's, across block edges and every split.
-  for (int hd : {8, 64}) {
+  for (int hd : cpu::kAttentionCheckHeadDims) {
     for (int group : {1, 3, 40, 100}) {
       const int kvh = 2, stride = kvh * hd, n = 160, qs = group * hd + 5, os = group * hd + 3;
       const auto kc = randu(static_cast<size_t>(n) * stride, hd + group, -2, 2), vc = randu(kc.size(), hd + 7);

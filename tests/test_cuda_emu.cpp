@@ -74,7 +74,7 @@ TEST(G11_VsReference, ObservedMaxAbsDiffIsReported) {
         kv = std::max({kv, std::fabs(a.cache.k(l)[i] - b.cache.k(l)[i]), std::fabs(a.cache.v(l)[i] - b.cache.v(l)[i])});
     EXPECT_TRUE(std::isfinite(logits.max_abs));
     EXPECT_TRUE(std::isfinite(kv));
-    EXPECT_FALSE(logits.bitwise_equal) << "cuda-emu gave the reference's exact bits: is it running the reference?";
+    EXPECT_TRUE(logits.comparable() && !logits.same_bytes) << "cuda-emu gave the reference's exact bits: is it running the reference?";
     std::printf("[ report ] cuda-emu vs reference, %s, %zu tokens: max|dlogit| = %.3g, max|dK,dV| = %.3g\n", cfg,
                 toks.size(), logits.max_abs, kv);
     RecordProperty(std::string(cfg) + "_max_abs_logits", std::to_string(logits.max_abs));

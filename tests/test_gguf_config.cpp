@@ -131,3 +131,30 @@ TEST(C1_ConfigFromGguf, Rejections) {
   bad_out.tensors.push_back({"output.weight", {5, 8}, 0, akv::test::f32_bytes(40)});
   expect_bad(bad_out, "tensor 'output.weight'.dims: [5, 8]");
 }
+
+// C5: a metadata key that may change the function is implemented or refused, naming it.
+TEST(C5_MetadataKeys, KeysThatChangeTheFunctionAreRefused) {
+  expect_bad(with(llama_file(), kv<uint32_t>("llama.attention.sliding_window", 4, 4096)),
+             "metadata 'llama.attention.sliding_window': not implemented");
+  expect_bad(with(llama_file(), kv<float>("llama.attn_logit_softcapping", 6, 50.0f)), "metadata 'llama.attn_logit_softcapping'");
+  expect_bad(with(llama_file(), kv<float>("llama.final_logit_softcapping", 6, 30.0f)), "metadata 'llama.final_logit_softcapping'");
+  expect_bad(with(llama_file(), kv<float>("llama.rope.scaling.factor", 6, 8.0f)), "metadata 'llama.rope.scaling.factor'");
+  expect_bad(with(llama_file(), kv_str("llama.rope.scaling.type", "linear")), "metadata 'llama.rope.scaling.type'");
+  expect_bad(with(llama_file(), kv<uint32_t>("llama.expert_count", 4, 8)), "metadata 'llama.expert_count': mixture-of-experts");
+  expect_bad(with(llama_file(), kv<bool>("tokenizer.ggml.add_bos_token", 7, true)),
+             "metadata 'tokenizer.ggml.add_bos_token': true is not implemented");
+  expect_bad(with(llama_file(), kv<bool>("tokenizer.ggml.add_eos_token", 7, true)), "metadata 'tokenizer.ggml.add_eos_token'");
+  expect_bad(with(llama_file(), kv_str("tokenizer.ggml.add_bos_token", "yes")), "metadata 'tokenizer.ggml.add_bos_token': expected a bool");
+  expect_bad(with(llama_file(), kv_str("tokenizer.huggingface.json", "{}")), "metadata 'tokenizer.huggingface.json'");
+  expect_bad(with(llama_file(), kv_str("mystery.key", "x")), "metadata 'mystery.key'");
+}
+
+TEST(C5_MetadataKeys, DescriptiveAndNeutralKeysLoad) {
+  TestGguf g = with(with(with(with(llama_file(), kv_str("general.name", "m")), kv<uint32_t>("general.file_type", 4, 3)),
+                         kv<bool>("tokenizer.ggml.add_bos_token", 7, false)),
+                    kv<uint32_t>("tokenizer.ggml.eos_token_id", 4, 2));
+  g = with(with(g, kv<uint32_t>("llama.expert_count", 4, 0)), kv_str("llama.rope.scaling.type", "none"));
+  g = with(g, kv_str("quantize.imatrix.file", "x.dat"));
+  const GgufFile f = GgufFile::parse(g.bytes(), "m.gguf");
+  EXPECT_NO_THROW(config_from_gguf(f, "m"));
+}

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <limits>
 
 #include "gguf_builder.hpp"
 #include "model/gguf_config.hpp"
@@ -143,4 +144,61 @@ TEST(C3_Weights, MissingOrMisshapenTensor) {
   for (auto& t : shape.tensors)
     if (t.name == "blk.0.attn_k.weight") t.dims = {4, 8};
   bad(shape, "tensor 'blk.0.attn_k.weight'.dims: [4, 8], expected [8, 4]");
+}
+
+namespace {
+// weights_from_gguf(file) must fail with bad_model and a message holding `needle`.
+void expect_refused(const TestGguf& g, const std::string& needle) {
+  const GgufFile f = GgufFile::parse(g.bytes(), "w.gguf");
+  try {
+    const Config c = config_from_gguf(f, "w");
+    weights_from_gguf(f, c);
+    ADD_FAILURE() << "loaded; expected " << needle;
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kBadModel);
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what() << "\nexpected: " << needle;
+  }
+}
+
+// The file with float `v` at element `index` of tensor `name` (F32 data).
+TestGguf with_value(TestGguf g, const std::string& name, size_t index, float v) {
+  for (auto& t : g.tensors)
+    if (t.name == name) std::memcpy(t.data.data() + 4 * index, &v, 4);
+  return g;
+}
+}  // namespace
+
+// F8: a NaN or an Inf in any weight is refused at load, naming the tensor and the first index,
+// so no run can reach the comparison with NaN logits.
+TEST(F8_FiniteWeights, NanOrInfInAnyTensorIsRefusedNamingIt) {
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  expect_refused(with_value(llama_file(true), "output_norm.weight", 3, nan), "w.gguf: tensor 'output_norm.weight'[3] (row 0, column 3): nan");
+  // W_q (8 x 8, ggml dims [8, 8]): element 13 is file row 1, column 5.
+  expect_refused(with_value(llama_file(false), "blk.1.attn_q.weight", 13, nan),
+                 "w.gguf: tensor 'blk.1.attn_q.weight'[13] (row 1, column 5): nan");
+  expect_refused(with_value(llama_file(false), "blk.0.ffn_down.weight", 0, -inf), "tensor 'blk.0.ffn_down.weight'[0] (row 0, column 0): -inf");
+  expect_refused(with_value(llama_file(false), "output.weight", 39, inf), "tensor 'output.weight'[39] (row 4, column 7): inf");
+  // The embedding too: a raw-token message may name any row, a tied output reads them all.
+  expect_refused(with_value(llama_file(true), "token_embd.weight", 8, nan), "tensor 'token_embd.weight'[8] (row 1, column 0): nan");
+}
+
+// C4: a tensor the model does not read is refused by name, never skipped.
+TEST(C4_EveryTensorUsed, ATensorAkvWouldIgnoreIsRefused) {
+  const auto with_tensor = [](TestGguf g, const std::string& name, std::vector<uint64_t> dims) {
+    uint64_t n = 1;
+    for (uint64_t d : dims) n *= d;
+    g.tensors.push_back({name, dims, 0, akv::test::f32_bytes(n)});
+    return g;
+  };
+  expect_refused(with_tensor(llama_file(true), "rope_freqs.weight", {kHeadDim / 2}),
+                 "w.gguf: tensor 'rope_freqs.weight': per-dimension RoPE frequency factors");
+  expect_refused(with_tensor(llama_file(true), "blk.0.attn_q.bias", {kHeads * kHeadDim}), "tensor 'blk.0.attn_q.bias': a bias");
+  expect_refused(with_tensor(llama_file(true), "blk.1.attn_k.bias", {kKvHeads * kHeadDim}), "tensor 'blk.1.attn_k.bias': a bias");
+  expect_refused(with_tensor(llama_file(true), "blk.2.attn_norm.weight", {kHidden}),
+                 "tensor 'blk.2.attn_norm.weight': layer 2 is past llama.block_count (2)");
+  expect_refused(with_tensor(llama_file(false), "blk.0.ffn_gate_inp.weight", {kHidden, 4}),
+                 "tensor 'blk.0.ffn_gate_inp.weight': not part of the llama model");
+  // The file as it is loads: every tensor is read.
+  const GgufFile ok = GgufFile::parse(llama_file(true).bytes(), "w.gguf");
+  EXPECT_NO_THROW(weights_from_gguf(ok, config_from_gguf(ok, "w")));
 }

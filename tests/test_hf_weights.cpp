@@ -4,6 +4,8 @@
 // the same model bit for bit.
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include <cstring>
 #include <map>
 #include <tuple>
@@ -281,4 +283,21 @@ TEST(H7_HfWeights, SameModelAsItsGgufFile) {
     EXPECT_EQ(std::memcmp(la.data(), lb.data(), la.size() * 4), 0);
     std::filesystem::remove_all(dir);
   }
+}
+
+// spec/gguf.md F8 on the safetensors path (H7): a NaN or an Inf in any tensor is refused at
+// load, naming the tensor, the first index and its row and column.
+TEST(F8_FiniteWeights, SafetensorsNanOrInfIsRefusedNamingIt) {
+  std::vector<float> norm = matrix(2, 1, kHidden);
+  norm[5] = std::numeric_limits<float>::quiet_NaN();
+  expect_bad(folder("f8_norm", false, {}, {{"model.norm.weight", {"F32", le_bytes(norm)}}}),
+             "model.safetensors: tensor 'model.norm.weight'[5] (row 0, column 5): nan");
+  std::vector<float> q = matrix(11, kHeads * kHeadDim, kHidden);
+  q[kHidden + 2] = -std::numeric_limits<float>::infinity();
+  expect_bad(folder("f8_q", false, {}, {{"model.layers.0.self_attn.q_proj.weight", {"F32", le_bytes(q)}}}),
+             "tensor 'model.layers.0.self_attn.q_proj.weight'[10] (row 1, column 2): -inf");
+  std::vector<uint16_t> half(kHidden, 0x3C00);
+  half[7] = 0x7C00;  // binary16 +inf
+  expect_bad(folder("f8_half", false, {}, {{"model.layers.1.input_layernorm.weight", {"F16", le_bytes(half)}}}),
+             "tensor 'model.layers.1.input_layernorm.weight'[7] (row 0, column 7): inf");
 }

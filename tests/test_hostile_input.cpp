@@ -138,7 +138,7 @@ RC_GTEST_PROP(IN8_HostileInputs, WitnessExitsZeroOneOrTwoNeverCrashes, ()) {
   std::string text = j.dump(1, ' ', false, json::error_handler_t::replace);
   if (*rc::gen::arbitrary<bool>()) mutate_text(text);
   const std::string path = test::temp_bytes("hostile.json", text);
-  std::vector<std::string> args = {"witness", path, "--json"};
+  std::vector<std::string> args = {"witness", path, "--model", "tiny", "--json"};
   if (*rc::gen::inRange(0, 4) == 0) {
     args.push_back("--evict");
     args.push_back(*rc::gen::element<std::string>("0", "1,2", "99", "0,0", "", "-1", "4"));

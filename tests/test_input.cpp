@@ -100,10 +100,10 @@ TEST(IN1_MessageShapes, DroppingAnySerialisedFieldChangesTheSpan) {
 }
 
 TEST(IN2_Fields, NeverModelFieldsAreIgnoredAndListed) {
-  const Conversation c = parse_conversation(R"({"source": "s", "tools": [], "messages": [
+  const Conversation c = parse_conversation(R"({"source": "s", "temperature": 0, "messages": [
       {"role": "user", "content": "x", "id": "m0", "timestamp": 1, "metadata": {"k": 1}},
       {"role": "assistant", "content": "y", "tool_calls": [{"index": 0, "id": "c", "function": {"name": "f", "arguments": ""}}]}]})");
-  const std::vector<std::string> want = {"source", "tools", "messages[0].id", "messages[0].metadata",
+  const std::vector<std::string> want = {"source", "temperature", "messages[0].id", "messages[0].metadata",
                                          "messages[0].timestamp", "messages[1].tool_calls[0].index"};
   EXPECT_EQ(c.ignored, want);
   // Ignored fields do not change the span.
@@ -134,9 +134,9 @@ TEST(IN3_ParserLimits, DeepNestingIsAOneLineError) {
   ASSERT_GT(deep.size(), 140000u);
   expect_rejected(deep, "nested deeper than 256");
   // At the limit it parses: depth 256 counting the top-level object.
-  const std::string at_limit = "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"deep\": " + nested_object(255) + "}";
+  const std::string at_limit = "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"metadata\": " + nested_object(255) + "}";
   EXPECT_NO_THROW(parse_conversation(at_limit));
-  expect_rejected("{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"deep\": " + nested_object(256) + "}", "nested deeper");
+  expect_rejected("{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"metadata\": " + nested_object(256) + "}", "nested deeper");
   // Arrays count as well as objects.
   expect_rejected("{\"messages\": " + std::string(100000, '[') + std::string(100000, ']') + "}", "nested deeper");
 }
@@ -238,4 +238,27 @@ TEST(IN4_StrictOptions, DecimalParsing) {
   EXPECT_EQ(parse_decimal("18446744073709551615", 0, UINT64_MAX), UINT64_MAX);
   for (const char* bad : {"", "-1", "+1", " 1", "1 ", "0x10", "1e3", "abc", "6", "18446744073709551616"})
     EXPECT_FALSE(parse_decimal(bad, 0, 5)) << "'" << bad << "' accepted";
+}
+
+// IN2 at the top level: a field that reaches the model (Anthropic's `system`, a request's
+// `tools`) is rejected by name, never listed as ignored with a PASS; so is an unknown one.
+TEST(IN2_Fields, TopLevelFieldsThatReachTheModelAreRejected) {
+  const std::string msgs = R"("messages": [{"role": "user", "content": "x"}])";
+  expect_rejected("{\"system\": \"be brief\", " + msgs + "}", "system: a top-level system prompt (Anthropic's request shape) reaches the model");
+  expect_rejected("{\"tools\": [], " + msgs + "}", "tools: tool definitions reach the model");
+  expect_rejected("{\"functions\": [], " + msgs + "}", "functions: tool definitions reach the model");
+  expect_rejected("{\"tool_choice\": \"auto\", " + msgs + "}", "tool_choice: this request option can change the prompt");
+  expect_rejected("{\"input\": [], " + msgs + "}", "input: an OpenAI Responses API body");
+  expect_rejected("{\"frobnicate\": 1, " + msgs + "}", "frobnicate: unknown top-level field");
+  // Sampling and provenance fields never reach the prompt: ignored and listed.
+  const Conversation c = parse_conversation("{\"model\": \"gpt-4o\", \"max_tokens\": 5, \"tags\": [], " + msgs + "}");
+  EXPECT_EQ(c.ignored, (std::vector<std::string>{"max_tokens", "model", "tags"}));
+}
+
+// Anthropic's tool_use / tool_result blocks are named for what they are, not as a tokenizer gap.
+TEST(IN2_Fields, AnthropicBlocksAreNamed) {
+  expect_rejected(one(R"({"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "f", "input": {}}]})"),
+                  "'tool_use' parts are Anthropic content blocks");
+  expect_rejected(one(R"({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t", "content": "r"}]})"),
+                  "'tool_result' parts are Anthropic content blocks");
 }

@@ -2,6 +2,8 @@
 // the synthetic weights and the RoPE table, so a change of numerics fails loudly.
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 #include "reference/error.hpp"
 #include "reference/model.hpp"
 #include "reference/prng.hpp"
@@ -99,5 +101,24 @@ TEST(M3_WeightPrng, SeedsAndTensorsAreIndependentStreams) {
 
 TEST(M6_RoPE, GoldenTableDigest) {
   const RopeTable t = make_rope_table(8, 10000.0f, 16384);
-  EXPECT_EQ(sha256_floats(t.cos) + sha256_floats(t.sin), ROPE_TINY_SHA);
+  const size_t n = 16384 * 4;
+  EXPECT_EQ(sha256_floats({t.cos_rows(16384), n}) + sha256_floats({t.sin_rows(16384), n}), ROPE_TINY_SHA);
+}
+
+// M6: rows are computed when first read, in blocks, and each equals the formula whatever
+// order they were filled in; a table claiming 2^24 positions costs only the rows read.
+TEST(M6_RoPE, RowsAreComputedWhenFirstReadWithTheSameBits) {
+  const RopeTable lazy = make_rope_table(16, 10000.0f, 1 << 24);
+  EXPECT_EQ(lazy.rows_computed(), 0);
+  const float* far = lazy.cos_at(9000);  // fills blocks [0, 12288)
+  EXPECT_EQ(lazy.rows_computed(), 3 * RopeTable::kBlock);
+  const RopeTable eager = make_rope_table(16, 10000.0f, 12288);
+  const float* all = eager.cos_rows(12288);
+  EXPECT_EQ(std::memcmp(far, all + 9000 * 8, 8 * sizeof(float)), 0);
+  EXPECT_EQ(std::memcmp(lazy.sin_rows(12288), eager.sin_rows(12288), 12288 * 8 * sizeof(float)), 0);
+  EXPECT_EQ(lazy.cos_at(9000), far) << "rows never move once computed";
+  // The last row of a short table: blocks stop at max_pos.
+  const RopeTable shorter = make_rope_table(8, 10000.0f, 10);
+  shorter.sin_at(9);
+  EXPECT_EQ(shorter.rows_computed(), 10);
 }

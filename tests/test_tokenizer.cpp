@@ -13,6 +13,8 @@
 #include "model/bpe_tokenizer.hpp"
 #include "model/chatml.hpp"
 #include "reference/error.hpp"
+#include "verify/models.hpp"
+#include "verify/witness.hpp"
 
 using namespace akv;
 using namespace akv::model;
@@ -118,7 +120,7 @@ TEST(T1_Vocabulary, EachBadPartIsOneLineBadModel) {
 
 namespace {
 // A GGUF image with the tiny tokenizer's metadata, each key replaceable.
-std::vector<uint8_t> tiny_gguf(const std::vector<akv::test::Kv>& replace = {}, const std::set<std::string>& drop = {}) {
+akv::test::TestGguf tiny_gguf_file(const std::vector<akv::test::Kv>& replace = {}, const std::set<std::string>& drop = {}) {
   using namespace akv::test;
   const Tiny t;
   auto strs = [](const std::vector<std::string>& v) {
@@ -142,7 +144,10 @@ std::vector<uint8_t> tiny_gguf(const std::vector<akv::test::Kv>& replace = {}, c
       if (r.key == k.key) k = r;
     g.kvs.push_back(k);
   }
-  return g.bytes();
+  return g;
+}
+std::vector<uint8_t> tiny_gguf(const std::vector<akv::test::Kv>& replace = {}, const std::set<std::string>& drop = {}) {
+  return tiny_gguf_file(replace, drop).bytes();
 }
 }  // namespace
 
@@ -435,4 +440,130 @@ TEST(CT4_RawTokens, PassThroughAndAreChecked) {
     EXPECT_EQ(err.code(), ErrorCode::kInvalidToken) << err.what();
   }
   EXPECT_EQ(e.render({static_cast<Token>(0xFF), -3}), "\\xFF<|invalid -3|>");
+}
+
+// CT1: <|im_start|> / <|im_end|> must be control tokens; a user-defined one (GGUF type 4, HF
+// "special": false) is text a message could spell, so it is refused by name.
+TEST(CT1_ChatmlTemplate, UserDefinedTurnTokensAreRefused) {
+  Tiny t;
+  t.types[t.types.size() - 2] = 4;  // <|im_start|> user-defined
+  expect_bad_model([&] { make_chatml_encoder(t.make(), kSmolTemplate, "t"); },
+                   "t: tokens: <|im_start|> is a user-defined token, not a control token");
+  Tiny u;
+  u.types.back() = 4;
+  expect_bad_model([&] { make_chatml_encoder(u.make(), kSmolTemplate, "u"); }, "<|im_end|> is a user-defined token");
+}
+
+// O8: an eviction is certified only against a rendering the template really produces.
+TEST(O8_NeverShownRendering, EvictingTheSystemMessageUnderADefaultIsRefused) {
+  const auto& e = *tiny_chatml();
+  Conversation c;
+  c.messages = {msg("system", "be brief"), msg("user", "hello"), msg("assistant", "aaa")};
+  const EncodedConversation enc = e.encode(c);
+  try {
+    check_never_shown_rendering(e, c, enc, {0});
+    ADD_FAILURE() << "evicting the system message under a default system prompt was accepted";
+  } catch (const Error& err) {
+    EXPECT_EQ(err.code(), ErrorCode::kBadInput);
+    const std::string w = err.what();
+    EXPECT_NE(w.find("--evict 0"), std::string::npos) << w;
+    EXPECT_NE(w.find("its default system prompt takes the system message's place"), std::string::npos) << w;
+    EXPECT_NE(w.find("O8"), std::string::npos) << w;
+  }
+  // Evicting a later message renders the rest unchanged: accepted.
+  EXPECT_NO_THROW(check_never_shown_rendering(e, c, enc, {1}));
+  EXPECT_NO_THROW(check_never_shown_rendering(e, c, enc, {1, 2}));
+  // Message 0 a user message and message 1 the system one: without message 0, the template
+  // renders no preamble, so the kept spans (with the preamble) are no real run either.
+  Conversation d;
+  d.messages = {msg("user", "hi"), msg("system", "be brief"), msg("user", "hello")};
+  EXPECT_THROW(check_never_shown_rendering(e, d, e.encode(d), {0}), Error);
+  // A template without a default system message renders the rest as the spans: accepted.
+  std::string plain = kSmolTemplate;
+  const size_t a = plain.find("{% if loop.first"), b = plain.find("{% endif %}") + 11;
+  plain.erase(a, b - a);
+  const auto p = make_chatml_encoder(Tiny().make(), plain, "plain");
+  EXPECT_NO_THROW(check_never_shown_rendering(*p, c, p->encode(c), {0}));
+}
+
+namespace {
+// The tiny tokenizer's file made a whole llama model (hidden 8, one layer, 2 heads of 4, FFN 8,
+// tied output) with `vocab` embedding rows, written to a temporary .gguf.
+std::string tiny_model_file(int vocab, const std::string& name, uint32_t context = 256) {
+  using namespace akv::test;
+  TestGguf g = tiny_gguf_file();
+  for (Kv k : {kv_str("general.architecture", "llama"), kv<uint32_t>("llama.embedding_length", 4, 8),
+               kv<uint32_t>("llama.block_count", 4, 1), kv<uint32_t>("llama.feed_forward_length", 4, 8),
+               kv<uint32_t>("llama.context_length", 4, context), kv<uint32_t>("llama.attention.head_count", 4, 2),
+               kv<float>("llama.attention.layer_norm_rms_epsilon", 6, 1e-5f), kv<uint32_t>("llama.vocab_size", 4, vocab)})
+    g.kvs.push_back(k);
+  const auto t = [&](const std::string& n, std::vector<uint64_t> dims) {
+    uint64_t c = 1;
+    for (uint64_t d : dims) c *= d;
+    Writer w;
+    for (uint64_t i = 0; i < c; ++i) w.put(static_cast<float>((i * 7919) % 13) * 0.01f - 0.06f);
+    g.tensors.push_back({n, dims, 0, w.b});
+  };
+  t("token_embd.weight", {8, static_cast<uint64_t>(vocab)});
+  for (const char* n : {"blk.0.attn_norm.weight", "blk.0.ffn_norm.weight", "output_norm.weight"}) t(n, {8});
+  for (const char* n : {"blk.0.attn_q.weight", "blk.0.attn_k.weight", "blk.0.attn_v.weight", "blk.0.attn_output.weight",
+                        "blk.0.ffn_gate.weight", "blk.0.ffn_up.weight", "blk.0.ffn_down.weight"})
+    t(n, {8, 8});
+  const std::string path = ::testing::TempDir() + "akv_" + name + ".gguf";
+  const std::vector<uint8_t> bytes = g.bytes();
+  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  return path;
+}
+}  // namespace
+
+// C6: a model with fewer rows than its tokenizer has tokens is refused at load, naming the
+// file and both sizes (not later, at the first high id appended).
+TEST(C6_VocabRows, FewerModelRowsThanTokensIsBadModel) {
+  const int tokens = tiny().vocab_size();
+  const std::string small = tiny_model_file(tokens - 10, "c6_small");
+  expect_bad_model([&] { load_model(small); },
+                   small + ": the model has " + std::to_string(tokens - 10) + " token rows (vocab) but its tokenizer has " +
+                       std::to_string(tokens) + " tokens");
+  const std::string exact = tiny_model_file(tokens, "c6_exact"), padded = tiny_model_file(tokens + 6, "c6_padded");
+  EXPECT_EQ(load_model(exact).model->config.vocab, tokens);
+  EXPECT_EQ(load_model(padded).model->config.vocab, tokens + 6) << "a padded vocabulary loads";
+}
+
+// O8 through the witness on a real-format model file (offline): evicting the system message
+// under the template's default system prompt is bad_input, before any model work.
+TEST(O8_NeverShownRendering, TheWitnessRefusesItOnAGgufModel) {
+  const std::string path = tiny_model_file(tiny().vocab_size(), "o8_model");
+  const Conversation c = parse_conversation(
+      R"({"messages": [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hello"},
+                       {"role": "assistant", "content": "aaa"}, {"role": "user", "content": "bc"}]})");
+  WitnessOptions o;
+  o.model = path;
+  o.evict = {0};
+  try {
+    run_witness(c, o);
+    ADD_FAILURE() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kBadInput);
+    EXPECT_NE(std::string(e.what()).find("default system prompt"), std::string::npos) << e.what();
+  }
+  o.evict = {1};
+  const WitnessReport r = run_witness(c, o);
+  EXPECT_TRUE(r.passed()) << to_text(r);
+  EXPECT_EQ(r.encoder, "chatml");
+}
+
+// A small file that claims a huge context allocates for what is used: the RoPE table and the
+// scratch grow with the cache (spec/model.md M6), not with llama.context_length.
+TEST(C1_ConfigFromGguf, AHugeClaimedContextCostsOnlyWhatIsUsed) {
+  const std::string path = tiny_model_file(tiny().vocab_size(), "c1_huge_ctx", 1u << 24);
+  const LoadedModel m = load_model(path);
+  EXPECT_EQ(m.model->config.max_ctx, 1 << 24) << "the claim is kept, not reinterpreted";
+  EXPECT_EQ(m.model->rope->rows_computed(), 0);
+  const Conversation c = parse_conversation(
+      R"({"messages": [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hello"},
+                       {"role": "assistant", "content": "aaa"}]})");
+  WitnessOptions o;
+  o.model = path;
+  o.evict = {1};
+  EXPECT_TRUE(run_witness(c, o).passed());
 }

@@ -22,8 +22,11 @@ struct Cli {
   std::string out;  // stdout and stderr together
 };
 
+// `akv ARGS`; a witness run that names no model runs the synthetic tiny one (the CLI's
+// default is the real model, spec/operations.md O5).
 Cli akv_cli(const std::string& args) {
-  const std::string cmd = std::string(AKV_CLI) + " " + args + " 2>&1";
+  const bool tiny = args.rfind("witness ", 0) == 0 && args.find("--model") == std::string::npos;
+  const std::string cmd = std::string(AKV_CLI) + " " + args + (tiny ? " --model tiny" : "") + " 2>&1";
   FILE* p = popen(cmd.c_str(), "r");
   std::string out;
   std::array<char, 4096> buf;
@@ -31,6 +34,13 @@ Cli akv_cli(const std::string& args) {
   while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
   const int st = pclose(p);
   return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
+}
+
+// The witness defaults to the real model (spec/operations.md O5); these tests run the synthetic tiny one.
+WitnessOptions tiny_options() {
+  WitnessOptions o;
+  o.model = "tiny";
+  return o;
 }
 
 std::string temp_file(const std::string& name, const std::string& text) {
@@ -169,7 +179,7 @@ TEST(O5_Witness, LogitRowsAllOrLastAreBothExact) {
 TEST(O5_Witness, CatchesABackendThatBreaksInvariance) {
   // The witness's own control: a backend whose bits depend on chunking must fail it.
   const Conversation c = load_conversation(test::example("ad01_banking_ut0_gpt4omini.json"));
-  const WitnessReport r = run_witness(c, WitnessOptions{}, [](std::shared_ptr<const Model> m) {
+  const WitnessReport r = run_witness(c, tiny_options(), [](std::shared_ptr<const Model> m) {
     return std::make_unique<ChunkSensitive>(std::move(m));
   });
   EXPECT_FALSE(r.exact());
@@ -181,7 +191,7 @@ TEST(O5_Witness, CatchesABackendThatBreaksInvariance) {
 // prefix untouched and exactly |X| entries written.
 TEST(O5_Witness, MeasuresThePrefixAndTheWritesOnTheCache) {
   const Conversation c = load_conversation(test::example("ad01_banking_ut0_gpt4omini.json"));
-  const WitnessReport r = run_witness(c, WitnessOptions{});
+  const WitnessReport r = run_witness(c, tiny_options());
   EXPECT_TRUE(r.passed());
   EXPECT_GT(r.truncated_at, 0u);
   EXPECT_GT(r.tokens_survivors, 0u);
@@ -197,7 +207,7 @@ TEST(O5_Witness, MeasuresThePrefixAndTheWritesOnTheCache) {
 // and a session that claims |X|, yet the witness reports the full rebuild it measured and fails.
 TEST(O5_Witness, CatchesAnEvictionThatRebuildsFromZero) {
   const Conversation c = load_conversation(test::example("ad01_banking_ut0_gpt4omini.json"));
-  const WitnessReport r = run_witness(c, WitnessOptions{}, [](std::shared_ptr<const Model> m) {
+  const WitnessReport r = run_witness(c, tiny_options(), [](std::shared_ptr<const Model> m) {
     return std::make_unique<RebuildsFromZero>(std::move(m));
   });
   ASSERT_GT(r.truncated_at, 0u);
@@ -223,7 +233,7 @@ TEST(O5_Witness, CatchesAnEvictionThatRebuildsFromZero) {
 // nothing; none touches the prefix.
 TEST(O5_Witness, MeasuresTheWritesOfEachPolicy) {
   const Conversation c = load_conversation(test::example("ad01_banking_ut0_gpt4omini.json"));
-  WitnessOptions o;
+  WitnessOptions o = tiny_options();
   o.evict = {1, 3};
   o.policy = EvictPolicy::kExact;
   const WitnessReport exact = run_witness(c, o);

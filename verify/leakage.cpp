@@ -10,6 +10,7 @@
 #include "reference/error.hpp"
 #include "reference/session.hpp"
 #include "verify/backends.hpp"
+#include "verify/compare.hpp"
 #include "verify/digest.hpp"
 #include "verify/leak_strings.hpp"
 #include "verify/models.hpp"
@@ -65,10 +66,11 @@ size_t argmax(const std::vector<float>& x) {
 
 LogitsCompare compare_next(const std::vector<float>& p, const std::vector<float>& q) {
   LogitsCompare c;
-  for (size_t i = 0; i < p.size(); ++i) c.max_abs = std::max(c.max_abs, std::fabs(q[i] - p[i]));
-  c.identical = p.size() == q.size() && std::equal(p.begin(), p.end(), q.begin(), [](float a, float b) {
-                  return std::memcmp(&a, &b, sizeof a) == 0;
-                });
+  // A5: a NaN or an Inf makes the comparison empty: not identical, max|delta| NaN.
+  const Diff d = compare(p, q);
+  c.identical = d.equal();
+  c.non_finite = d.non_finite;
+  c.max_abs = d.comparable() ? d.max_abs : NAN;
   const std::vector<double> lp = log_softmax(p), lq = log_softmax(q);
   for (size_t i = 0; i < p.size(); ++i) {
     const double P = std::exp(lp[i]);
@@ -84,7 +86,7 @@ LogitsCompare compare_next(const std::vector<float>& p, const std::vector<float>
 bool LeakageReport::exact_ok() const {
   for (const PolicyResult& r : policies)
     if (r.policy == EvictPolicy::kExact)
-      return r.logits_identical && r.max_abs == 0 && r.kl == 0 && r.top1_agree && r.rank_of_never_top == 0 &&
+      return r.logits_identical && r.non_finite == 0 && r.max_abs == 0 && r.kl == 0 && r.top1_agree && r.rank_of_never_top == 0 &&
              r.first_diff == -1 && r.prefix_untouched;
   return true;
 }
@@ -94,6 +96,7 @@ LeakageReport run_leakage(const Conversation& conv, const std::string& file, con
   if (opt.policies.empty()) throw Error(ErrorCode::kBadInput, "--policies: no policy");
   const LoadedModel lm = load_model(opt.model, opt.seed);
   const EncodedConversation enc = lm.encoder->encode(conv);
+  check_never_shown_rendering(*lm.encoder, conv, enc, {evicted.begin(), evicted.end()});
   const std::vector<Token> prompt = lm.encoder->generation_prompt();
   const size_t need = enc.tokens() + prompt.size() + opt.continuation;
   if (need > static_cast<size_t>(lm.model->config.max_ctx))
@@ -153,6 +156,7 @@ LeakageReport run_leakage(const Conversation& conv, const std::string& file, con
     pr.top1_agree = c.top1_agree;
     pr.rank_of_never_top = c.rank;
     pr.logits_identical = c.identical;
+    pr.non_finite = c.non_finite;
     pr.continuation.assign(run.continuation.begin(), run.continuation.end());
     pr.continuation_text = lm.encoder->render(run.continuation);
     for (size_t i = 0; i < run.continuation.size(); ++i)

@@ -28,7 +28,8 @@ struct LeakageOptions {
 /// One policy against never-shown (L9).
 struct PolicyResult {
   EvictPolicy policy = EvictPolicy::kExact;
-  float max_abs = 0;            // max|q - p| of the next-token logits
+  float max_abs = 0;            // max|q - p| of the next-token logits; NaN when not comparable (A5)
+  size_t non_finite = 0;        // NaN / Inf next-token logits of the two runs (A5: never a pass)
   double kl = 0;                // KL(never || policy), binary64
   bool top1_agree = false;
   size_t rank_of_never_top = 0; // 0: never's top token is the policy's top too
@@ -78,7 +79,8 @@ LeakageReport run_leakage(const Conversation& conv, const std::string& file, con
 
 /// L9's numbers of two next-token logit rows p (never) and q (policy), (vocab,) each.
 struct LogitsCompare {
-  float max_abs = 0;
+  float max_abs = 0;      // NaN when a value is not finite (A5)
+  size_t non_finite = 0;  // NaN / Inf logits in p and q together
   double kl = 0;
   bool top1_agree = false;
   size_t rank = 0;

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fmt/format.h>
 
+#include "verify/json_number.hpp"
 #include "verify/svg_bars.hpp"
 
 namespace akv {
@@ -26,8 +27,9 @@ nlohmann::json to_json(const LeakageReport& r) {
   nlohmann::json pols = nlohmann::json::array();
   for (const PolicyResult& p : r.policies)
     pols.push_back({{"policy", policy_name(p.policy)},
-                    {"max_abs", p.max_abs},
-                    {"kl", p.kl},
+                    {"max_abs", json_number(p.max_abs)},
+                    {"kl", json_number(p.kl)},
+                    {"non_finite", p.non_finite},
                     {"top1_agree", p.top1_agree},
                     {"rank_of_never_top", p.rank_of_never_top},
                     {"logits_identical", p.logits_identical},

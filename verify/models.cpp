@@ -77,11 +77,23 @@ std::string real_model_file() {
   return path;
 }
 
+// C6: every id the tokenizer can produce has a logit and an embedding row: a model with fewer
+// would fail only when a high id is appended, far from the cause.
+void check_vocab(const LoadedModel& m, const std::string& file) {
+  const int tok = m.encoder->vocab_size(), model = m.model->config.vocab;
+  if (tok > model)
+    throw Error(ErrorCode::kBadModel,
+                fmt::format("{}: the model has {} token rows (vocab) but its tokenizer has {} tokens: ids {}..{} would have no "
+                            "embedding and no logit (spec/gguf.md C6)",
+                            file, model, tok, model, tok - 1));
+}
+
 LoadedModel load_gguf(const std::string& path, const std::string& name) {
   LoadedModel m;
   const model::GgufFile f = model::GgufFile::open(path);
   m.encoder = model::make_chatml_encoder(f);  // the tokenizer first: it fails fast on a bad file
   m.model = model::load_gguf_model(f, name);
+  check_vocab(m, path);
   m.name = name;
   m.source = path;
   m.real = true;
@@ -107,6 +119,7 @@ LoadedModel load_hf(const std::string& dir) {
   m.encoder = model::make_chatml_encoder(model::BpeTokenizer::from_tokenizer_json(tj.string()),
                                          cfg["chat_template"].get<std::string>(), tc.string());
   m.model = model::load_hf_model(dir, dir);
+  check_vocab(m, dir);
   m.name = dir;
   m.source = dir;
   m.real = true;

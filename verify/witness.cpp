@@ -3,14 +3,19 @@
 #include <algorithm>
 #include <chrono>
 #include <fmt/format.h>
+#include <limits>
 #include <set>
 
+#include "optimized/cpu/isa.hpp"
+#include "optimized/cpu/kernels.hpp"
+#include "optimized/cpu/localise.hpp"
 #include "reference/error.hpp"
 #include "reference/strict.hpp"
 #include "reference/session.hpp"
 #include "verify/backends.hpp"
 #include "verify/compare.hpp"
 #include "verify/digest.hpp"
+#include "verify/json_number.hpp"
 #include "verify/models.hpp"
 
 namespace akv {
@@ -23,8 +28,39 @@ double ms_since(Clock::time_point t0) {
 }  // namespace
 
 WitnessReport run_witness(const Conversation& conv, const WitnessOptions& opt) {
-  return run_witness(conv, opt,
-                     [&](std::shared_ptr<const Model> m) { return make_backend(opt.backend, std::move(m), opt.backend_options); });
+  const BackendFactory make = [&](std::shared_ptr<const Model> m) {
+    return make_backend(opt.backend, std::move(m), opt.backend_options);
+  };
+  if (opt.same_config) return run_witness(conv, opt, make);
+  return run_witness(conv, opt, make, [&](std::shared_ptr<const Model> m) {
+    const BackendDescription first = make_backend(opt.backend, m, opt.backend_options)->describe();
+    return make_backend(opt.backend, std::move(m),
+                        cross_config_options(opt.backend, first, opt.backend_options, opt.cross_threads, opt.cross_isa));
+  });
+}
+
+BackendOptions cross_config_options(const std::string& backend, const BackendDescription& first, const BackendOptions& options,
+                                    int cross_threads, const std::string& cross_isa) {
+  BackendOptions o = options;
+  if (backend != "cpu" || !options.kernels.empty()) {
+    if (cross_threads) o.threads = cross_threads;
+    return o;
+  }
+  o.threads = cross_threads ? cross_threads : first.threads == 1 ? 2 : 1;
+  if (!cross_isa.empty()) {
+    o.isa = cross_isa;
+    return o;
+  }
+  // Another ISA of this CPU, the fastest first: native ones, then the AVX-512 source through
+  // SIMDe, then portable (scalar, slow); the same ISA only when the CPU runs no other.
+  std::vector<cpu::Isa> order = {cpu::Isa::kAvx512, cpu::Isa::kAvx2, cpu::Isa::kAvx512Simde, cpu::Isa::kPortable};
+  for (cpu::Isa i : order)
+    if (cpu::isa_supported(i) && first.isa != cpu::isa_name(i)) {
+      o.isa = cpu::isa_name(i);
+      return o;
+    }
+  o.isa = first.isa;
+  return o;
 }
 
 std::vector<size_t> checked_evict_indexes(const Conversation& conv, const std::vector<size_t>& requested) {
@@ -41,6 +77,31 @@ std::vector<size_t> checked_evict_indexes(const Conversation& conv, const std::v
   if (doomed.size() == conv.messages.size())
     throw Error(ErrorCode::kBadInput, "--evict: evicting every message leaves nothing to compare");
   return {doomed.begin(), doomed.end()};
+}
+
+void check_never_shown_rendering(const ChatEncoder& encoder, const Conversation& conv, const EncodedConversation& enc,
+                                 const std::set<size_t>& doomed) {
+  Conversation without = conv;
+  without.messages.clear();
+  for (size_t i = 0; i < conv.messages.size(); ++i)
+    if (!doomed.count(i)) without.messages.push_back(conv.messages[i]);
+  const EncodedConversation rendered = encoder.encode(without);
+  std::vector<Token> spans(enc.preamble.begin(), enc.preamble.end());
+  for (size_t i = 0; i < enc.spans.size(); ++i)
+    if (!doomed.count(i)) spans.insert(spans.end(), enc.spans[i].begin(), enc.spans[i].end());
+  std::vector<Token> real(rendered.preamble.begin(), rendered.preamble.end());
+  for (const auto& sp : rendered.spans) real.insert(real.end(), sp.begin(), sp.end());
+  if (real == spans) return;
+  std::string ids;
+  for (size_t i : doomed) ids += (ids.empty() ? "" : ",") + std::to_string(i);
+  const bool system0 = doomed.count(0) && conv.messages[0].role == "system";
+  throw Error(ErrorCode::kBadInput,
+              fmt::format("--evict {}: without {} the chat template renders the rest as {} tokens{}, not as the {} tokens the "
+                          "other spans hold, so no real run never showed {}; akv refuses an eviction it could only compare "
+                          "with a rendering nobody runs (spec/operations.md O8)",
+                          ids, doomed.size() > 1 ? "these messages" : "that message", real.size(),
+                          system0 ? " (its default system prompt takes the system message's place)" : "", spans.size(),
+                          doomed.size() > 1 ? "them" : "it"));
 }
 
 void build_session(Session& s, const EncodedConversation& enc, const std::set<size_t>& skip, LogitRows rows) {
@@ -72,19 +133,52 @@ Cut cut_of(const EncodedConversation& enc, const std::set<size_t>& doomed) {
   return c;
 }
 
+// The tokens of a session built by build_session(enc, skip), in cache order.
+std::vector<Token> flat_tokens(const EncodedConversation& enc, const std::set<size_t>& skip) {
+  std::vector<Token> t(enc.preamble.begin(), enc.preamble.end());
+  for (size_t i = 0; i < enc.spans.size(); ++i)
+    if (!skip.count(i)) t.insert(t.end(), enc.spans[i].begin(), enc.spans[i].end());
+  return t;
+}
+
+// "K of layer 2, entry 17, index 3: nan" for the first non-finite value of the cache, or "".
+std::string cache_non_finite(const KVCache& c) {
+  const size_t n = c.size() * static_cast<size_t>(c.kv_dim());
+  for (int l = 0; l < c.n_layers(); ++l)
+    for (const auto& [name, data] : {std::pair{"K", c.k(l)}, std::pair{"V", c.v(l)}})
+      if (const size_t i = first_non_finite({data, n}); i < n)
+        return fmt::format("{} of layer {}, entry {}, index {}: {}", name, l, i / c.kv_dim(), i % c.kv_dim(), data[i]);
+  return {};
+}
+
+// Where a non-finite value of a run first appears: a replay of its tokens from position 0 on
+// the cpu backend's fastest native table, op step by op step (localise.hpp).
+std::string replay_non_finite(const std::shared_ptr<const Model>& m, const std::vector<Token>& tokens) {
+  if (tokens.empty() || tokens.size() > static_cast<size_t>(m->config.max_ctx)) return "no replay (no tokens)";
+  const cpu::Isa isa = cpu::resolve_isa("auto");
+  const auto s = cpu::first_non_finite_step(m, tokens, cpu::kernels_for(isa));
+  if (!s)
+    return fmt::format("a replay of its {} tokens on the cpu backend ({}) is finite at every op step: the backend under test made it",
+                       tokens.size(), cpu::isa_name(isa));
+  return fmt::format("first at {} (a replay of its {} tokens on the cpu backend, {})", cpu::describe_non_finite(*s), tokens.size(),
+                     cpu::isa_name(isa));
+}
+
 // The write serials of entries [0, n).
 std::vector<uint64_t> serials(const KVCache& c, size_t n) {
   return {c.write_serials().begin(), c.write_serials().begin() + static_cast<std::ptrdiff_t>(n)};
 }
 }  // namespace
 
-WitnessReport run_witness(const Conversation& conv, const WitnessOptions& opt, const BackendFactory& make) {
+WitnessReport run_witness(const Conversation& conv, const WitnessOptions& opt, const BackendFactory& make,
+                          const BackendFactory& make_cross) {
   const std::vector<size_t> evicted = checked_evict_indexes(conv, opt.evict);
   const std::set<size_t> doomed(evicted.begin(), evicted.end());
 
   const LoadedModel lm = load_model(opt.model, opt.seed);
   const auto& model = lm.model;
   const EncodedConversation enc = lm.encoder->encode(conv);
+  check_never_shown_rendering(*lm.encoder, conv, enc, doomed);
   const size_t total = enc.tokens();
   if (total > static_cast<size_t>(model->config.max_ctx))
     throw Error(ErrorCode::kContextOverflow, fmt::format("conversation is {} tokens, more than model '{}' holds ({})", total,
@@ -145,6 +239,8 @@ WitnessReport run_witness(const Conversation& conv, const WitnessOptions& opt, c
   r.ms_build_never = ms_since(t0);
   r.tokens_never = never.size();
   const std::vector<float> never_last(never.logits().begin(), never.logits().end());
+  const std::string never_cache_sha = cache_sha256(never.cache());  // before any probe (non-exact policies)
+  const size_t never_size = never.size();
   if (opt.policy != EvictPolicy::kExact) {
     // An approximate policy recomputes nothing, so the session's last logits are stale: both
     // sessions read the reply prompt, and those logits are what the policy is judged on.
@@ -156,12 +252,58 @@ WitnessReport run_witness(const Conversation& conv, const WitnessOptions& opt, c
 
   const Diff e = compare(poisoned.logits(), never.logits());
   const Diff p = compare(poison_logits, never_last);
-  r.logits_identical = e.bitwise_equal;
-  r.evict_vs_never_max_abs = e.max_abs;
-  r.poison_vs_never_max_abs = p.max_abs;
+  r.logits_identical = e.equal();
+  r.evict_vs_never_max_abs = e.comparable() ? e.max_abs : NAN;
+  r.poison_vs_never_max_abs = p.comparable() ? p.max_abs : NAN;
+  r.control_moved = p.comparable() && p.max_abs > 0;
   r.cache_sha256_evicted = cache_sha256(poisoned.cache());
   r.cache_sha256_never = cache_sha256(never.cache());
   r.caches_identical = r.cache_sha256_evicted == r.cache_sha256_never && poisoned.size() == never.size();
+
+  // A5: a NaN or an Inf anywhere makes the comparison empty; say where it first appears.
+  const std::vector<Token> all = flat_tokens(enc, {}), kept = flat_tokens(enc, doomed);
+  const struct {
+    const char* run;
+    std::span<const float> logits;
+    const KVCache& cache;
+    const std::vector<Token>& tokens;
+  } runs[] = {{"the poisoned run", poison_logits, poisoned.cache(), all},
+              {"the never-shown run", never.logits(), never.cache(), kept},
+              {"the evicted run", poisoned.logits(), poisoned.cache(), kept}};
+  for (const auto& run : runs) {
+    const size_t i = first_non_finite(run.logits);
+    std::string where;
+    if (i < run.logits.size())
+      where = fmt::format("{}'s logits hold {} at vocab index {} of {}", run.run, run.logits[i],
+                          i % static_cast<size_t>(model->config.vocab), run.logits.size());
+    else if (std::string c = cache_non_finite(run.cache); !c.empty())
+      where = fmt::format("{}'s cache holds {}", run.run, c);
+    if (where.empty()) continue;
+    r.non_finite = where + "; " + replay_non_finite(model, run.tokens);
+    r.caches_identical = false;
+    r.logits_identical = false;
+    break;
+  }
+  // O5's second configuration: the never-shown run again, under other threads and ISA with
+  // scratch poisoned, must give the same bits (I1, K0): invariance is part of the certificate.
+  r.same_config = !make_cross;
+  if (make_cross) {
+    auto backend_c = make_cross(model);
+    backend_c->set_scratch_poison(std::numeric_limits<float>::quiet_NaN());
+    const BackendDescription dc = backend_c->describe();
+    r.cross_config = describe_isa_threads(dc) + ", scratch NaN";
+    Session cross(*backend_c);
+    t0 = Clock::now();
+    build_session(cross, enc, doomed, opt.logit_rows);
+    r.ms_build_cross = ms_since(t0);
+    const Diff d = compare(never_last, cross.logits());
+    const bool caches = cache_sha256(cross.cache()) == never_cache_sha && cross.size() == never_size;
+    r.cross_config_identical = d.equal() && caches;
+    if (!caches) r.cross_config_diff = "the caches differ";
+    else if (!d.equal())
+      r.cross_config_diff = d.comparable() ? fmt::format("the logits differ (max|delta| {:g})", d.max_abs)
+                                           : std::string("the logits hold a NaN or an Inf");
+  }
   r.logits_sha256_evicted = sha256_floats(poisoned.logits());
   r.logits_sha256_never = sha256_floats(never.logits());
   r.logits_sha256_poisoned = sha256_floats(poison_logits);
@@ -183,8 +325,10 @@ nlohmann::json to_json(const WitnessReport& r) {
       {"evicted", r.evicted},
       {"exact", r.exact()},
       {"passed", r.passed()},
-      {"evict_vs_never_max_abs", r.evict_vs_never_max_abs},
-      {"poison_vs_never_max_abs", r.poison_vs_never_max_abs},
+      {"evict_vs_never_max_abs", json_number(r.evict_vs_never_max_abs)},
+      {"poison_vs_never_max_abs", json_number(r.poison_vs_never_max_abs)},
+      {"control_moved", r.control_moved},
+      {"non_finite", r.non_finite.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.non_finite)},
       {"logits_identical", r.logits_identical},
       {"caches_identical", r.caches_identical},
       {"prefix_untouched", r.prefix_untouched},
@@ -208,6 +352,10 @@ nlohmann::json to_json(const WitnessReport& r) {
       {"ms_evict", r.ms_evict},
       {"ms_build_never", r.ms_build_never},
       {"ignored_fields", r.ignored_fields},
+      {"same_config", r.same_config},
+      {"cross_config", r.same_config ? nlohmann::json(nullptr) : nlohmann::json(r.cross_config)},
+      {"cross_config_identical", r.cross_config_identical},
+      {"ms_build_cross", r.ms_build_cross},
   };
 }
 
@@ -226,7 +374,10 @@ std::string to_text(const WitnessReport& r) {
   s += fmt::format("  evict-vs-never  max|delta| = {:g}   {}\n", r.evict_vs_never_max_abs,
                    r.exact() ? "(bitwise identical: caches and logits)" : "(NOT identical)");
   s += fmt::format("  poison-vs-never max|delta| = {:g}   {}\n", r.poison_vs_never_max_abs,
-                   r.poison_vs_never_max_abs > 0 ? "(the span moved the logits)" : "(the span did not move the logits)");
+                   r.control_moved ? "(the span moved the logits)"
+                   : std::isnan(r.poison_vs_never_max_abs) ? "(NOT comparable: a non-finite value)"
+                                                          : "(the span did not move the logits: the check proves nothing)");
+  if (!r.non_finite.empty()) s += "  non-finite: " + r.non_finite + "\n";
   s += fmt::format("  cache  sha256  evicted {}\n                 never   {}\n", r.cache_sha256_evicted, r.cache_sha256_never);
   s += fmt::format("  logits sha256  evicted {}\n                 never   {}\n", r.logits_sha256_evicted, r.logits_sha256_never);
   s += fmt::format("  prefix [0, {}) untouched: {}\n", r.truncated_at,
@@ -243,17 +394,32 @@ std::string to_text(const WitnessReport& r) {
   if (r.policy == "exact" && r.session_reported_recomputed != r.tokens_recomputed)
     s += fmt::format("  the session reported {} recomputed; the cache counted {}\n", r.session_reported_recomputed,
                      r.tokens_recomputed);
-  s += fmt::format("  time: build poisoned {:.1f} ms, evict {:.1f} ms, build never-shown {:.1f} ms\n", r.ms_build_poisoned,
-                   r.ms_evict, r.ms_build_never);
+  if (r.same_config)
+    s += "  one configuration only (--same-config): invariance across threads and ISAs is not part of this certificate\n";
+  else
+    s += fmt::format("  never-shown again under {}: {}\n", r.cross_config,
+                     r.cross_config_identical ? "bitwise identical (invariance across configurations, I1)"
+                                              : "NOT identical: " + r.cross_config_diff);
+  s += fmt::format("  time: build poisoned {:.1f} ms, evict {:.1f} ms, build never-shown {:.1f} ms{}\n", r.ms_build_poisoned,
+                   r.ms_evict, r.ms_build_never,
+                   r.same_config ? std::string() : fmt::format(", again {:.1f} ms", r.ms_build_cross));
   if (!r.ignored_fields.empty()) {
     std::string list;
     for (size_t i = 0; i < r.ignored_fields.size() && i < 8; ++i) list += (i ? ", " : "") + printable(r.ignored_fields[i], 60);
     if (r.ignored_fields.size() > 8) list += fmt::format(", ... ({} in all)", r.ignored_fields.size());
     s += "  ignored (never reach a model): " + list + "\n";
   }
-  if (r.passed()) return s + "PASS: evict == never, bit for bit; prefix untouched; only the survivors recomputed\n";
+  if (r.passed())
+    return s + (r.same_config ? "PASS (one configuration): evict == never, bit for bit; prefix untouched; only the survivors recomputed\n"
+                              : "PASS: evict == never, bit for bit, under two configurations; prefix untouched; only the survivors recomputed\n");
   std::string why;
-  if (!r.exact()) why += fmt::format("evict != never{}", r.policy == "exact" ? "" : " (policy " + r.policy + ")");
+  if (!r.non_finite.empty()) why += "a NaN or an Inf reached the comparison, which then compares nothing (A5)";
+  else if (!r.exact()) why += fmt::format("evict != never{}", r.policy == "exact" ? "" : " (policy " + r.policy + ")");
+  if (r.non_finite.empty() && !r.control_moved)
+    why += std::string(why.empty() ? "" : "; ") + "the control did not move: the evicted span(s) left the logits as they were, so "
+                                                 "evict == never proves nothing about them (E2)";
+  if (!r.same_config && !r.cross_config_identical && r.non_finite.empty())
+    why += std::string(why.empty() ? "" : "; ") + "the never-shown run differs under " + r.cross_config + " (I1)";
   if (!r.prefix_untouched) why += std::string(why.empty() ? "" : "; ") + "the prefix was written (E3)";
   if (!r.writes_as_expected())
     why += std::string(why.empty() ? "" : "; ") + fmt::format("{} entries written, not {} (E4)", r.tokens_recomputed, r.writes_expected);

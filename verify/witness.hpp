@@ -20,7 +20,7 @@
 namespace akv {
 
 struct WitnessOptions {
-  std::string model = "tiny";   // a name or path load_model (verify/models.hpp) resolves
+  std::string model = "smollm2";  // a name or path load_model (verify/models.hpp) resolves: the real model by default (synthetic ones only when named)
   uint64_t seed = 1;
   std::string backend = "cpu";  // the default since the cpu backend passes the suite (issue 5)
   BackendOptions backend_options;  // the cpu backend's ISA and threads
@@ -34,7 +34,22 @@ struct WitnessOptions {
   /// asks (default), or all, as the property suite's sessions do, so that a counterexample of a
   /// property replays here with the same calls (a kernel whose bits follow M shows only so).
   LogitRows logit_rows = LogitRows::kLast;
+  /// O5: the never-shown run is built again under a second configuration (another thread
+  /// count and another ISA where the machine has one, scratch poisoned with NaN) and must give
+  /// the same bits, so invariance is part of the certificate. true: one configuration only,
+  /// reported as the weaker claim.
+  bool same_config = false;
+  /// The second configuration's threads and ISA; 0 / "": chosen by cross_config_options().
+  int cross_threads = 0;
+  std::string cross_isa;
 };
+
+/// The second configuration of the witness (O5) for `backend` run as `first`: for cpu, another
+/// thread count (1 if it ran more, else 2) and another ISA this CPU runs (a native one first,
+/// then avx512_simde, then portable); for the other backends the same options (only the
+/// scratch poison differs). `cross_threads` / `cross_isa` override the choice.
+BackendOptions cross_config_options(const std::string& backend, const BackendDescription& first, const BackendOptions& options,
+                                    int cross_threads = 0, const std::string& cross_isa = "");
 
 /// The span id of a conversation's preamble (EncodedConversation::preamble): never evicted.
 inline constexpr uint64_t kPreambleSpan = UINT64_MAX;
@@ -63,25 +78,47 @@ struct WitnessReport {
   size_t session_reported_recomputed = 0;  // what the session's EvictStats claimed (shown when it differs)
   bool caches_identical = false;      // E1: K/V bytes evicted == never
   bool logits_identical = false;      // E1: next-token logits evicted == never (memcmp)
-  float evict_vs_never_max_abs = 0;   // E1: must be 0
-  float poison_vs_never_max_abs = 0;  // E2: the control, > 0
+  float evict_vs_never_max_abs = 0;   // E1: must be 0; NaN when not comparable (a non-finite value, A5)
+  float poison_vs_never_max_abs = 0;  // E2: the control, > 0; NaN when not comparable
+  bool control_moved = false;         // E2 measured: poison-vs-never comparable and > 0, else the check proves nothing
+  /// A5: where a NaN or an Inf first appears in any logits or cache the witness compared
+  /// ("" when every value is finite): which run, the row, and the first op step of a replay.
+  std::string non_finite;
   std::string cache_sha256_evicted, cache_sha256_never;
   std::string logits_sha256_evicted, logits_sha256_never, logits_sha256_poisoned;
   double ms_build_poisoned = 0, ms_evict = 0, ms_build_never = 0;
   std::vector<std::string> ignored_fields;  // the conversation's fields that never reach a model (IN2)
+  // O5's second configuration: the never-shown run built again there.
+  bool same_config = false;           // --same-config: not run (the weaker, one-configuration claim)
+  std::string cross_config;           // its ISA, threads and scratch ("avx2, 1 thread, scratch NaN")
+  bool cross_config_identical = false;  // caches and logits bitwise equal to the first configuration's
+  std::string cross_config_diff;      // where they differ first ("" when identical)
+  double ms_build_cross = 0;
 
   /// E1: caches and next-token logits bitwise equal.
   bool exact() const { return caches_identical && logits_identical; }
   /// The cost claim, measured: the eviction wrote exactly what its policy may (E4).
   bool writes_as_expected() const { return tokens_recomputed == writes_expected; }
-  /// Exit 0 condition (O5): exact, the prefix untouched (E3) and the writes as expected (E4).
-  bool passed() const { return exact() && prefix_untouched && writes_as_expected(); }
+  /// Exit 0 condition (O5): every value finite (A5), exact, the control moved (E2: not
+  /// vacuous), the prefix untouched (E3) and the writes as expected (E4).
+  bool passed() const {
+    return non_finite.empty() && exact() && control_moved && prefix_untouched && writes_as_expected() &&
+           (same_config || cross_config_identical);
+  }
 };
 
 /// The message indexes to evict, ascending: `evict`, or the conversation's "poisoned" list
 /// when empty. Error(kBadInput) when the conversation has no messages, there is nothing to
 /// evict, an index is out of range or repeated, or every message would be evicted.
 std::vector<size_t> checked_evict_indexes(const Conversation& conv, const std::vector<size_t>& evict);
+
+/// spec/operations.md O8: an eviction is certified only against a never-shown run that a real
+/// rendering produces. Throws Error(kBadInput) naming the messages when `encoder` renders the
+/// conversation without `doomed` otherwise than `enc`'s spans without them: evicting a
+/// system message for which the template substitutes its default system prompt, or any span
+/// the template adds or changes by context (a BOS, a default tool preamble).
+void check_never_shown_rendering(const ChatEncoder& encoder, const Conversation& conv, const EncodedConversation& enc,
+                                 const std::set<size_t>& doomed);
 
 /// Appends `enc` to `s` as the witness does: the preamble (span kPreambleSpan), then every
 /// message whose index is not in `skip` (span id = index), logits of each span's last row only
@@ -100,8 +137,10 @@ WitnessReport run_witness(const Conversation& conv, const WitnessOptions& opt);
 using BackendFactory = std::function<std::unique_ptr<Backend>(std::shared_ptr<const Model>)>;
 
 /// The same with the backends made by `make` (opt.backend is then only a label): how tests
-/// show that the witness catches a backend that breaks I1.
-WitnessReport run_witness(const Conversation& conv, const WitnessOptions& opt, const BackendFactory& make);
+/// show that the witness catches a backend that breaks I1. `make_cross` makes the second
+/// configuration's backend; when empty, the report is the one-configuration claim (same_config).
+WitnessReport run_witness(const Conversation& conv, const WitnessOptions& opt, const BackendFactory& make,
+                          const BackendFactory& make_cross = {});
 
 /// The report as one JSON object (keys as the fields above, plus "exact", "writes_as_expected", "passed"). Dump it with
 /// json::error_handler_t::replace: it is valid JSON whatever bytes it carries (IN6).

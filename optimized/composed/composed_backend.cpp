@@ -71,7 +71,7 @@ class ComposedBackend final : public Backend {
       prefix.insert(prefix.end(), v[l], v[l] + begin * kvd);
     }
     const akv_cache_view view{c.n_layers, static_cast<int32_t>(size), c.n_kv_heads, c.head_dim, k.data(), v.data(),
-                              model_->rope->cos.data(), model_->rope->sin.data()};
+                              model_->rope->cos_rows(static_cast<int>(size)), model_->rope->sin_rows(static_cast<int>(size))};
     const int32_t r = t_.evict(t_.ctx, &view, static_cast<int32_t>(begin), static_cast<int32_t>(end));
     const std::string who = ops_->source() + ": evict([" + std::to_string(begin) + ", " + std::to_string(end) + "))";
     if (r < static_cast<int32_t>(begin) || static_cast<size_t>(r) > size - len)
@@ -117,7 +117,7 @@ class ComposedBackend final : public Backend {
     for (int r = 0; r < M; ++r)
       std::copy_n(W.tok_emb.begin() + static_cast<size_t>(tokens[r]) * d, d, x_.begin() + static_cast<size_t>(r) * d);
     const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-    const float *cos = model_->rope->cos.data(), *sin = model_->rope->sin.data();
+    const float *cos = model_->rope->cos_rows(pos0 + M), *sin = model_->rope->sin_rows(pos0 + M);
     for (int l = 0; l < c.n_layers; ++l) {
       const LayerWeights<float>& w = W.layers[l];
       t_.rmsnorm(t_.ctx, xb_.data(), x_.data(), w.attn_norm.data(), M, d, c.rms_eps);

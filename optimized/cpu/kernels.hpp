@@ -2,6 +2,7 @@
 // same bits on every ISA: the reduction orders are the canonical ones of the spec, written
 // once in kernels_impl.hpp and compiled per ISA.
 #pragma once
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -20,6 +21,16 @@ inline constexpr int kLanes = 16;
 inline constexpr int kMatmulBlock = 64;
 /// Attention key-block size; blocks are [b*kKeyBlock, (b+1)*kKeyBlock) in absolute positions (K4).
 inline constexpr int kKeyBlock = 64;
+/// The head dims K4's attention gives code paths of their own (the switches of
+/// accumulate_keys_any, accumulate_states and attention's lane path in kernels_impl.hpp);
+/// another multiple of kLanes takes the lane-set loop, any other head dim the scalar tail.
+inline constexpr std::array<int, 3> kAttentionPathHeadDims = {32, 64, 128};
+/// Head dims that reach every attention and RoPE path: each of kAttentionPathHeadDims, a
+/// multiple of kLanes without a path of its own (48), and head dims with a tail (8, 70). The
+/// kernel checks, the gate and the property suite's drawn shapes take theirs from here, never
+/// from literals, so a new path is checked once it is listed above.
+inline constexpr std::array<int, 6> kAttentionCheckHeadDims = {8, kAttentionPathHeadDims[0], 3 * kLanes,
+                                                               kAttentionPathHeadDims[1], 70, kAttentionPathHeadDims[2]};
 
 struct FreeDeleter {
   void operator()(float* p) const { std::free(p); }

@@ -411,6 +411,7 @@ void softmax_block(float* const* e, int nb, float scale, float* m, float* l, flo
 
 /// Largest head_dim the lane path takes (its transposed queries live on the stack).
 inline constexpr int kLaneMaxHeadDim = 128;
+static_assert(kLaneMaxHeadDim == kAttentionPathHeadDims.back(), "the lane path's largest head dim is a listed path");
 /// Fewest states an item needs to take the lane path (fewer would leave most lanes idle).
 inline constexpr int kLaneMinStates = 12;
 

@@ -1,6 +1,7 @@
 #include "optimized/cpu/localise.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <sstream>
 
@@ -45,16 +46,43 @@ void run(const std::shared_ptr<const Model>& m, std::span<const Token> tokens, c
   b.forward(cache, tokens, logits);
 }
 
-}  // namespace
-
-Localisation localise(std::shared_ptr<const Model> model, std::span<const Token> tokens,
-                      const std::vector<NamedKernels>& tables) {
-  const Config& c = model->config;
+// Error(kBadInput) unless tokens is 1..max_ctx ids in [0, vocab).
+void check_tokens(const Config& c, std::span<const Token> tokens) {
   if (tokens.empty() || tokens.size() > static_cast<size_t>(c.max_ctx))
     throw Error(ErrorCode::kBadInput, "localise: " + std::to_string(tokens.size()) + " tokens, expected 1.." +
                                           std::to_string(c.max_ctx));
   for (Token t : tokens)
     if (t < 0 || t >= c.vocab) throw Error(ErrorCode::kBadInput, "localise: token " + std::to_string(t) + " outside the vocabulary");
+}
+
+}  // namespace
+
+std::optional<NonFiniteStep> first_non_finite_step(std::shared_ptr<const Model> model, std::span<const Token> tokens,
+                                                   const Kernels& k) {
+  check_tokens(model->config, tokens);
+  std::optional<NonFiniteStep> found;
+  run(model, tokens, &k, [&](int i, const OpStep& s) {
+    if (found) return;
+    for (int r = 0; r < s.rows && !found; ++r)
+      for (int e = 0; e < s.width; ++e)
+        if (const float v = s.data[static_cast<size_t>(r) * s.ld + static_cast<size_t>(e)]; !std::isfinite(v)) {
+          found = NonFiniteStep{s.op, i, s.layer, r, e, v};
+          break;
+        }
+  });
+  return found;
+}
+
+std::string describe_non_finite(const NonFiniteStep& s) {
+  std::ostringstream o;
+  o << (s.layer < 0 ? std::string("the output head") : "layer " + std::to_string(s.layer)) << ", " << s.op << " (op step "
+    << s.step << "), row " << s.row << " (position " << s.row << "), index " << s.index << ": " << s.value;
+  return o.str();
+}
+
+Localisation localise(std::shared_ptr<const Model> model, std::span<const Token> tokens,
+                      const std::vector<NamedKernels>& tables) {
+  check_tokens(model->config, tokens);
   std::vector<Recorded> base;
   run(model, tokens, &kernels_portable(), [&](int, const OpStep& s) { base.push_back({s.op, s.layer, s.rows, s.width, dense(s)}); });
   Localisation loc;

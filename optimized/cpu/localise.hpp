@@ -3,6 +3,7 @@
 // on the portable table and on each other table and names the first step that differs.
 #pragma once
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -45,6 +46,27 @@ struct Localisation {
 /// whose bits that table changes. Throws Error(kBadInput) for an empty or out-of-range token.
 Localisation localise(std::shared_ptr<const Model> model, std::span<const Token> tokens,
                       const std::vector<NamedKernels>& tables);
+
+/// The first op step whose output holds a NaN or an Inf (spec/arithmetic.md A5).
+struct NonFiniteStep {
+  std::string op;   // OpStep::op
+  int step = 0;     // op step index (0 = layer 0's first RMSNorm)
+  int layer = 0;    // -1: the final RMSNorm and the classifier
+  int row = 0;      // token row of the call (= position: the replay starts at 0)
+  int index = 0;    // element within the row
+  float value = 0;  // the non-finite value
+};
+
+/// Replays `tokens` (1..max_ctx, each < vocab) from position 0 in one forward call with the
+/// table `k` (one thread) and returns the first op step whose output is not finite, or nothing
+/// when every step is finite. An embedding row that is not finite shows as layer 0's first
+/// RMSNorm. Throws Error(kBadInput) for an empty or out-of-range token list. Memory: the
+/// call's scratch and tokens x vocab logits.
+std::optional<NonFiniteStep> first_non_finite_step(std::shared_ptr<const Model> model, std::span<const Token> tokens,
+                                                   const Kernels& k);
+
+/// "layer 3, matmul (wq, wk, wv), row 17 (position 17), index 5: nan" for a report.
+std::string describe_non_finite(const NonFiniteStep& s);
 
 /// One paragraph for a test failure: the earliest divergence (op, layer, table, row, index,
 /// both values), the others, or that every table agrees with portable on every step (the

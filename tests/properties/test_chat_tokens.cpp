@@ -59,6 +59,7 @@ TEST(M5_RawTokens, NullMeansAbsent) {
 TEST(M5_RawTokens, OutOfVocabularyIsRejectedByTheSession) {
   const Conversation c = parse_conversation(R"({"messages": [{"role": "user", "tokens": [1, 288]}, {"role": "user", "tokens": [2]}]})");
   WitnessOptions opt;
+  opt.model = "tiny";
   opt.evict = {1};
   try {
     run_witness(c, opt);

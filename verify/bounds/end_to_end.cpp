@@ -12,6 +12,7 @@
 #include "reference/error.hpp"
 #include "verify/backends.hpp"
 #include "verify/bounds/affine_ops.hpp"
+#include "verify/json_number.hpp"
 #include "verify/oracle/oracle_forward.hpp"
 
 namespace akv::bounds {
@@ -89,9 +90,12 @@ BoundsReport run_bounds(const std::shared_ptr<const Model>& model, uint64_t seed
     enc_values[i] = enc[i].v;
     for (size_t b = 0; b < names.size(); ++b) {
       BackendBound& bb = r.backends[b];
-      const double err = oracle::abs_err_up(outs[b][i], exact[i]);
+      // A5: a non-finite output is a violation, never a pass (NaN > bound is false).
+      const bool finite = std::isfinite(outs[b][i]);
+      const double err = finite ? oracle::abs_err_up(outs[b][i], exact[i]) : INFINITY;
       if (b == 0) l.error = err;
-      if (err > l.bound * (1 + 0x1p-200)) ++bb.violations;
+      if (!finite) ++r.non_finite;
+      if (!(err <= l.bound * (1 + 0x1p-200))) ++bb.violations;
       bb.max_error = std::max(bb.max_error, err);
       bb.max_fraction = std::max(bb.max_fraction, l.bound > 0 ? err / l.bound : (err > 0 ? 1e300 : 0.0));
     }
@@ -115,21 +119,23 @@ BoundsReport run_bounds(const std::shared_ptr<const Model>& model, uint64_t seed
 nlohmann::json to_json(const BoundsReport& r) {
   nlohmann::json j = {{"model", r.model}, {"seed", r.seed}, {"tokens", r.tokens}, {"oracle_bits", r.oracle_bits},
                       {"enclosure_bitwise", r.enclosure_bitwise}, {"violations", r.violations},
-                      {"exact_logits", r.exact_logits}, {"max_error", r.max_error}, {"max_bound", r.max_bound},
+                      {"exact_logits", r.exact_logits}, {"max_error", json_number(r.max_error)}, {"max_bound", json_number(r.max_bound)},
+                      {"non_finite", r.non_finite},
                       {"min_ratio", r.min_ratio}, {"median_ratio", r.median_ratio}, {"max_ratio", r.max_ratio},
                       {"ms_float", r.ms_float}, {"ms_enclosure", r.ms_enclosure}, {"ms_oracle", r.ms_oracle},
                       {"max_terms", r.max_terms}, {"symbols", r.symbols}, {"sound", r.sound()},
                       {"vacuous", r.vacuous}, {"verdict", r.verdict()}};
   nlohmann::json bs = nlohmann::json::array();
   for (const BackendBound& b : r.backends)
-    bs.push_back({{"name", b.name}, {"max_error", b.max_error}, {"max_fraction_of_bound", b.max_fraction},
+    bs.push_back({{"name", b.name}, {"max_error", json_number(b.max_error)}, {"max_fraction_of_bound", json_number(b.max_fraction)},
                   {"violations", b.violations}});
   j["backends"] = std::move(bs);
   nlohmann::json ls = nlohmann::json::array();
   for (size_t i = 0; i < r.logits.size(); ++i) {
     const LogitBound& l = r.logits[i];
-    ls.push_back({{"index", i}, {"value", l.value}, {"exact", l.exact}, {"error", l.error}, {"bound", l.bound},
-                  {"ratio", l.error > 0 ? nlohmann::json(l.bound / l.error) : nlohmann::json(nullptr)}});
+    ls.push_back({{"index", i}, {"value", json_number(l.value)}, {"exact", json_number(l.exact)}, {"error", json_number(l.error)},
+                  {"bound", json_number(l.bound)},
+                  {"ratio", l.error > 0 ? json_number(l.bound / l.error) : nlohmann::json("exact")}});
   }
   j["logits"] = std::move(ls);
   return j;

@@ -46,6 +46,7 @@ struct BoundsReport {
   size_t violations = 0;           // logits of any backend with error > bound (1 + 2^-200) (B12's slack)
   size_t exact_logits = 0;         // logits with error 0 (no ratio)
   size_t vacuous = 0;              // logits whose bound is +inf or NaN: nothing was checked (B15)
+  size_t non_finite = 0;           // backend outputs that are NaN or Inf: each a violation (arithmetic.md A5)
   double max_error = 0, max_bound = 0;
   double min_ratio = 0, median_ratio = 0, max_ratio = 0;  // bound / error over error > 0
   double ms_float = 0, ms_enclosure = 0, ms_oracle = 0;

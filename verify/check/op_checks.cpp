@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "optimized/cpu/kernels.hpp"
 #include "reference/ops.hpp"
 #include "reference/rope.hpp"
 #include "verify/check/property.hpp"
@@ -85,12 +86,12 @@ Report rope_equals_reference(const OpTable& t) {
   Report r;
   if (is_reference(t, r)) return r;
   const int heads = 3, M = 40;
-  for (int hd : {8, 32, 64, 70}) {
+  for (int hd : cpu::kAttentionCheckHeadDims) {
     const RopeTable tab = make_rope_table(hd, 10000.0f, 5000);
     for (int pos0 : {0, 1, 777, 5000 - M}) {
       auto x = uniform(static_cast<size_t>(M) * heads * hd, hd + pos0, -4.0f, 4.0f), y = x;
-      t.rope(x.data(), M, heads, hd, pos0, tab.cos.data(), tab.sin.data());
-      reference_ops().rope(y.data(), M, heads, hd, pos0, tab.cos.data(), tab.sin.data());
+      t.rope(x.data(), M, heads, hd, pos0, tab.cos_rows(tab.max_pos), tab.sin_rows(tab.max_pos));
+      reference_ops().rope(y.data(), M, heads, hd, pos0, tab.cos_rows(tab.max_pos), tab.sin_rows(tab.max_pos));
       r.same(same_bits(x, y).what(), "rope hd " + std::to_string(hd) + " rows from position " + std::to_string(pos0));
     }
   }
@@ -124,7 +125,7 @@ Report attention_dominant_key_equals_reference(const OpTable& t) {
   const int n = 300;
   // One head: q = 1024 e_1, key p's second element +-1: the winner's score exceeds the
   // others' by 2048 / sqrt(hd). Queries at several positions, the winner among [0, pos].
-  for (int hd : {8, 64}) {
+  for (int hd : cpu::kAttentionCheckHeadDims) {
     std::vector<float> k(static_cast<size_t>(n) * hd, 0.0f), q(hd, 0.0f);
     const auto v = uniform(static_cast<size_t>(n) * hd, 9, -5.0f, 5.0f);
     q[1] = 1024.0f;
@@ -249,8 +250,8 @@ Report rope_swiglu_add_bitwise(const OpTable& t) {
     const uint64_t seed = *rc::gen::inRange<uint64_t>(0, kSeeds);
     const int pos = *rc::gen::inRange(0, 4096);
     auto x = fam_values(f, 3 * 64, seed), y = x;
-    t.rope(x.data(), 1, 3, 64, pos, tab.cos.data(), tab.sin.data());
-    reference_ops().rope(y.data(), 1, 3, 64, pos, tab.cos.data(), tab.sin.data());
+    t.rope(x.data(), 1, 3, 64, pos, tab.cos_rows(tab.max_pos), tab.sin_rows(tab.max_pos));
+    reference_ops().rope(y.data(), 1, 3, 64, pos, tab.cos_rows(tab.max_pos), tab.sin_rows(tab.max_pos));
     RC_ASSERT(same_bits(x, y));
     const int n = *rc::gen::inRange(1, 700);
     const float gs = *rc::gen::element(1.0f, 20.0f, 100.0f);

@@ -30,6 +30,8 @@ namespace {
 std::string rows_diff(const char* what, int layer, const float* a, const float* b, size_t n, size_t dim) {
   for (size_t p = 0; p < n; ++p) {
     const BitsDiff d = same_bits({a + p * dim, dim}, {b + p * dim, dim});
+    if (!d && d.non_finite)  // A5: a NaN or an Inf compares nothing
+      return std::string(what) + " of layer " + std::to_string(layer) + " at entry " + std::to_string(p) + ": " + d.what();
     if (!d)
       return std::string(what) + " of layer " + std::to_string(layer) + " differs first at entry " + std::to_string(p) +
              fmt::format(" (max|delta| {:.3g})", d.max_abs);

@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 
+#include "optimized/cpu/kernels.hpp"
 #include "reference/c_kernels.hpp"
 #include "reference/ops.hpp"
 #include "reference/rope.hpp"
@@ -102,7 +103,11 @@ Attn gen_attn(int max_m, int min_m = 1) {
   a.pos0 = *rc::gen::weightedOneOf<int>({{1, rc::gen::inRange(0, 64)}, {3, rc::gen::inRange(0, 300)}});
   const auto shape = *rc::gen::element(std::pair{1, 1}, std::pair{2, 1}, std::pair{4, 2}, std::pair{3, 3});
   a.heads = shape.first, a.kvh = shape.second;
-  a.hd = *rc::gen::element(4, 8, 16, 32, 64);  // 32 and 64: the cpu lane path
+  // Every head dim the cpu kernels dispatch on (32, 64, 128: the lane paths), a multiple of 16
+  // without one, tails (kernels.hpp), and two small ones.
+  std::vector<int> hds(cpu::kAttentionCheckHeadDims.begin(), cpu::kAttentionCheckHeadDims.end());
+  hds.insert(hds.end(), {4, 16});
+  a.hd = *rc::gen::elementOf(hds);
   const uint64_t seed = gen_seed();
   const float qs = *rc::gen::element(1.0f, 4.0f, 0x1p-70f);
   const size_t n = static_cast<size_t>(a.pos0 + a.M);
@@ -159,6 +164,10 @@ void at_threads(const OpSet& s, F&& fn, const std::string& what) {
 
 // ---- matmul
 
+// The largest call the row checks draw: a prefill chunk of an engine (llama.cpp's default
+// ubatch is 512 rows).
+constexpr int kPrefillChunk = 512;
+
 struct MatCase {
   int M, n, d;
   Vec X, W;
@@ -178,8 +187,29 @@ MatCase gen_mat(int min_m, bool big = false) {
   return c;
 }
 
+// The row counts where a matmul may switch path: powers of two to a prefill chunk of 512 rows
+// (where libraries change tiles, split k or go parallel) and one either side of each.
+std::vector<int> row_boundaries() {
+  std::vector<int> out;
+  for (int p = 4; p <= kPrefillChunk; p *= 2)
+    for (int m : {p - 1, p, p + 1}) out.push_back(m);
+  return out;
+}
+// M of a row check: small (most cases), at a boundary, or anywhere up to a prefill chunk.
+int gen_rows_m(int min_m) {
+  return *rc::gen::weightedOneOf<int>({{3, rc::gen::inRange(min_m, 33)},
+                                       {2, rc::gen::elementOf(row_boundaries())},
+                                       {1, rc::gen::inRange(33, kPrefillChunk + 1)}});
+}
+
 void matmul_rows(const OpSet& s) {
-  const MatCase c = gen_mat(2);
+  MatCase c = gen_mat(2);
+  if (const int m = gen_rows_m(2); m != c.M) {  // the rows at M = m, the rest of the case kept
+    c.M = m;
+    c.X = values(static_cast<size_t>(c.M) * c.n, gen_seed(), *check::gen_fam());
+    note_op_case({{"op", "matmul"}, {"M", c.M}, {"n", c.n}, {"d", c.d}, {"X", c.X}, {"W", c.W}},
+                 "M=" + std::to_string(c.M) + " n=" + std::to_string(c.n) + " d=" + std::to_string(c.d));
+  }
   const Weight W(s, c.W, c.d, c.n);
   const Vec all = matmul(s, c.X, c.M, W, c.n, c.d);
   const int i = *rc::gen::inRange(0, c.M);
@@ -187,7 +217,7 @@ void matmul_rows(const OpSet& s) {
   const Vec alone = matmul(s, row, 1, W, c.n, c.d);
   GATE_SAME(diff(all, static_cast<size_t>(i) * c.d, alone, 0, c.d, "row " + std::to_string(i) + " of M=" + std::to_string(c.M) + " vs the row alone (M=1)"));
   // The same row among other rows (another batch): M2 rows, row i at j.
-  const int M2 = *rc::gen::inRange(1, 41), j = *rc::gen::inRange(0, M2);
+  const int M2 = gen_rows_m(1), j = *rc::gen::inRange(0, M2);
   Vec X2 = values(static_cast<size_t>(M2) * c.n, gen_seed(), Fam::kPlain);
   std::copy(row.begin(), row.end(), X2.begin() + static_cast<ptrdiff_t>(j) * c.n);
   const Vec other = matmul(s, X2, M2, W, c.n, c.d);
@@ -320,7 +350,7 @@ Vec rope(const akv_kernels& t, const RopeCase& c, int r0, int m) {
   const RopeTable& tab = rope_table(c.hd);
   const size_t w = static_cast<size_t>(c.heads) * c.hd;
   Vec x(c.x.begin() + static_cast<ptrdiff_t>(r0 * w), c.x.begin() + static_cast<ptrdiff_t>((r0 + m) * w));
-  t.rope(t.ctx, x.data(), w, m, c.heads, c.hd, c.pos.data() + r0, tab.cos.data(), tab.sin.data());
+  t.rope(t.ctx, x.data(), w, m, c.heads, c.hd, c.pos.data() + r0, tab.cos_rows(tab.max_pos), tab.sin_rows(tab.max_pos));
   return x;
 }
 

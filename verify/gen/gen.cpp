@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "optimized/cpu/kernels.hpp"
 #include "reference/synthetic_spec.hpp"
 #include "verify/gen/real.hpp"
 
@@ -75,7 +76,11 @@ rc::Gen<std::string> synthetic_shape() {
     c.n_layers = *rc::gen::inRange(1, 4);
     c.n_kv_heads = *rc::gen::inRange(1, 4);
     c.n_heads = c.n_kv_heads * *rc::gen::inRange(1, 4);
-    c.head_dim = 2 * *rc::gen::inRange(1, 11);
+    // Small even head dims, and one in four of the head dims the cpu kernels dispatch on
+    // (kernels.hpp: 128 included), so every attention path runs inside a whole model.
+    c.head_dim = *rc::gen::weightedOneOf<int>(
+        {{3, rc::gen::map(rc::gen::inRange(1, 11), [](int h) { return 2 * h; })},
+         {1, rc::gen::elementOf(std::vector<int>(cpu::kAttentionCheckHeadDims.begin(), cpu::kAttentionCheckHeadDims.end()))}});
     c.ffn = *rc::gen::inRange(4, 97);
     c.vocab = *rc::gen::inRange(288, 321);
     return synthetic_spec(c);

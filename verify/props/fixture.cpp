@@ -104,6 +104,7 @@ std::string state_diff(const Session& a, const Session& b) {
   }
   if (a.spans().empty()) return {};
   const check::BitsDiff l = check::same_bits(a.logits(), b.logits());
+  if (!l && l.non_finite) return "next-token logits: " + l.what();  // A5
   if (!l) return fmt::format("next-token logits differ (max|delta| {:.3g})", l.max_abs);  // %f would print 1e-9 as 0.000000
   return {};
 }

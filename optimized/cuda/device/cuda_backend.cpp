@@ -57,8 +57,12 @@ class CudaBackend final : public Backend {
     tok_emb_ = Buffer<float>(w.tok_emb);
     final_norm_ = Buffer<float>(w.final_norm);
     wcls_ = Buffer<float>(classifier(w));
-    cos_ = Buffer<float>(model_->rope->cos);  // the one table (M6), bit for bit
-    sin_ = Buffer<float>(model_->rope->sin);
+    {  // the one table (M6), bit for bit: every row the context holds, copied once
+      const RopeTable& t = *model_->rope;
+      const size_t n = static_cast<size_t>(t.max_pos) * static_cast<size_t>(t.head_dim / 2);
+      cos_ = Buffer<float>(std::vector<float>(t.cos_rows(t.max_pos), t.cos_rows(t.max_pos) + n));
+      sin_ = Buffer<float>(std::vector<float>(t.sin_rows(t.max_pos), t.sin_rows(t.max_pos) + n));
+    }
     const size_t r = cuda::kMaxRows;
     x_ = Buffer<float>(r * c.hidden), xb_ = Buffer<float>(r * c.hidden);
     xb2_ = Buffer<float>(r * c.q_dim()), q_ = Buffer<float>(r * c.q_dim());
