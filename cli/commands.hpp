@@ -20,5 +20,6 @@ Command add_logits(CLI::App& app);
 Command add_rope(CLI::App& app);
 Command add_leakage(CLI::App& app);
 Command add_gate(CLI::App& app);
+Command add_verify(CLI::App& app);
 
 }  // namespace akv::cli

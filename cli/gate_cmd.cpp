@@ -182,6 +182,7 @@ int run_gate_cmd(GateArgs& a) {
     json_fd = ::dup(STDOUT_FILENO);
     if (json_fd < 0 || ::dup2(STDERR_FILENO, STDOUT_FILENO) < 0) throw Error(ErrorCode::kOutOfResources, "gate: cannot set up stdout");
   }
+  json_error_fd() = child ? -1 : a.json ? json_fd : STDOUT_FILENO;  // an error's JSON goes where the report would
   const uint32_t select = parse_ops(a.ops);
   if (!a.check.empty()) gate::describe_check(a.check);  // an unknown id is exit 2 before any check runs
   check_rc_params();

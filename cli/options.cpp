@@ -1,4 +1,7 @@
 #include "cli/options.hpp"
+#include <unistd.h>
+#include <fstream>
+#include <cstdio>
 
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -57,6 +60,28 @@ std::vector<size_t> index_list(const std::string& option, const std::string& tex
 
 void print_json(const nlohmann::json& j) {
   std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n" << std::flush;
+}
+
+int& json_error_fd() {
+  static int fd = 1;
+  return fd;
+}
+
+void write_text_file(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp" + std::to_string(::getpid());
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    f << text;
+    f.flush();
+    if (!f) {
+      std::remove(tmp.c_str());
+      throw Error(ErrorCode::kBadInput, printable(path, 200) + ": cannot be written");
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    throw Error(ErrorCode::kBadInput, printable(path, 200) + ": cannot be written");
+  }
 }
 
 }  // namespace akv::cli

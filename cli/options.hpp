@@ -30,4 +30,13 @@ std::vector<size_t> index_list(const std::string& option, const std::string& tex
 /// UTF-8 is replaced, spec/input.md IN6), written in one piece after the command succeeded.
 void print_json(const nlohmann::json& j);
 
+/// Writes `text` to `path` whole: to a temporary file beside it, then renamed into place, so a
+/// reader never sees a torn file. Error(kBadInput) naming the path when it cannot be written.
+void write_text_file(const std::string& path, const std::string& text);
+
+/// Where main() writes the JSON error object under --json (IN5): stdout (fd 1) unless a command
+/// moved its report elsewhere (the gate keeps the real stdout on another fd while a library
+/// runs; its child reports to its parent on its own fd and writes none: -1).
+int& json_error_fd();
+
 }  // namespace akv::cli

@@ -10,6 +10,7 @@
 #include "cli/shared_options.hpp"
 #include "optimized/cpu/isa.hpp"
 #include "optimized/cpu/thread_pool.hpp"
+#include "verify/provenance.hpp"
 #include "verify/witness.hpp"
 
 namespace akv::cli {
@@ -22,6 +23,7 @@ struct WitnessArgs {
   bool json = false;
   std::string policy = "exact";
   std::string logit_rows = "last";
+  std::string out;        // --out FILE: the JSON report with its provenance (O9)
   WitnessOptions opt;
 };
 
@@ -32,9 +34,11 @@ int run_witness_cmd(const WitnessArgs& a) {
   opt.logit_rows = a.logit_rows == "all" ? LogitRows::kAll : LogitRows::kLast;
   if (!a.evict_poisoned && !a.evict.empty()) opt.evict = index_list("--evict", a.evict);
   const WitnessReport r = run_witness(conv, opt);
+  nlohmann::json j = to_json(r);
+  j["file"] = a.file;
+  if (a.json || !a.out.empty()) j["provenance"] = witness_provenance(a.file, opt, r);  // O9
+  if (!a.out.empty()) write_text_file(a.out, j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
   if (a.json) {
-    nlohmann::json j = to_json(r);
-    j["file"] = a.file;
     print_json(j);
   } else {
     std::cout << a.file + "\n" + to_text(r) << std::flush;
@@ -73,7 +77,9 @@ Command add_witness(CLI::App& app) {
                                " (default: another ISA this CPU runs)")
                  ->check(nonempty());
   w->get_option("--same-config")->excludes(ct)->excludes(ci);
-  w->add_flag("--json", a->json, "Print one JSON object instead of text");
+  w->add_flag("--json", a->json, "Print one JSON object instead of text (with its provenance block)");
+  w->add_option("--out", a->out, "Also write the JSON report with its provenance block to FILE, for `akv verify FILE`")
+      ->check(nonempty());
   return {w, [a] { return run_witness_cmd(*a); }};
 }
 

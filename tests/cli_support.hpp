@@ -3,6 +3,8 @@
 #pragma once
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -48,6 +50,16 @@ inline CliRun run_akv(const std::vector<std::string>& args, const std::string& e
   std::remove((base + ".out").c_str());
   std::remove((base + ".err").c_str());
   return r;
+}
+
+/// What stdout may hold after a run that exited 2 or 3 (spec/input.md IN5): nothing, or under
+/// --json exactly one object {"error": {"code": string, "message": string}}.
+inline bool empty_or_json_error(const std::string& out) {
+  if (out.empty()) return true;
+  const nlohmann::json j = nlohmann::json::parse(out, nullptr, false);
+  return j.is_object() && j.size() == 1 && j.contains("error") && j["error"].is_object() && j["error"].size() == 2 &&
+         j["error"].contains("code") && j["error"]["code"].is_string() && j["error"].contains("message") &&
+         j["error"]["message"].is_string();
 }
 
 /// Writes `bytes` to a temporary file named after `name` and returns its path.

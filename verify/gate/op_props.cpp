@@ -191,15 +191,22 @@ MatCase gen_mat(int min_m, bool big = false) {
 // (where libraries change tiles, split k or go parallel) and one either side of each.
 std::vector<int> row_boundaries() {
   std::vector<int> out;
-  for (int p = 4; p <= kPrefillChunk; p *= 2)
-    for (int m : {p - 1, p, p + 1}) out.push_back(m);
+  for (int p = 2; p <= kPrefillChunk; p *= 2)
+    for (int m : {p - 1, p, p + 1})
+      if (out.empty() || m > out.back()) out.push_back(m);
   return out;
 }
 // M of a row check: small (most cases), at a boundary, or anywhere up to a prefill chunk.
+// Drawn as a pick, then the value, so that a failing case shrinks to a small M (pick 0).
 int gen_rows_m(int min_m) {
-  return *rc::gen::weightedOneOf<int>({{3, rc::gen::inRange(min_m, 33)},
-                                       {2, rc::gen::elementOf(row_boundaries())},
-                                       {1, rc::gen::inRange(33, kPrefillChunk + 1)}});
+  const int pick = *rc::gen::inRange(0, 6);  // 0-2 small, 3-4 at a boundary, 5 anywhere to a chunk
+  if (pick < 3) return *rc::gen::inRange(min_m, 33);
+  if (pick < 5) {
+    std::vector<int> b = row_boundaries();
+    std::erase_if(b, [&](int m) { return m < min_m; });
+    return *rc::gen::elementOf(b);
+  }
+  return *rc::gen::inRange(33, kPrefillChunk + 1);
 }
 
 void matmul_rows(const OpSet& s) {

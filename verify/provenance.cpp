@@ -1,0 +1,160 @@
+#include "verify/provenance.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <ctime>
+#include <filesystem>
+#include <fmt/format.h>
+#include <fstream>
+#include <vector>
+
+#include "model/mapped_file.hpp"
+#include "optimized/cpu/isa.hpp"
+#include "reference/chat.hpp"
+#include "reference/error.hpp"
+#include "verify/digest.hpp"
+#include "verify/models.hpp"
+
+namespace akv {
+
+namespace fs = std::filesystem;
+
+std::string akv_version() { return AKV_VERSION; }
+std::string akv_commit() { return AKV_GIT_COMMIT; }
+
+std::string file_or_folder_sha256(const std::string& path) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) {
+    std::vector<std::string> names;
+    for (const auto& e : fs::directory_iterator(path, ec))
+      if (e.is_regular_file()) names.push_back(e.path().filename().string());
+    std::sort(names.begin(), names.end());
+    std::string list;
+    for (const std::string& n : names) list += n + " " + file_or_folder_sha256((fs::path(path) / n).string()) + "\n";
+    return sha256_hex({reinterpret_cast<const unsigned char*>(list.data()), list.size()});
+  }
+  try {
+    const auto bytes = model::map_file(path);
+    return sha256_hex({bytes->data(), static_cast<size_t>(bytes->size())});
+  } catch (const Error& e) {
+    throw Error(ErrorCode::kBadInput, path + ": cannot be read for its SHA-256: " + e.what());
+  }
+}
+
+namespace {
+
+std::string cpu_model() {
+  std::ifstream f("/proc/cpuinfo");
+  for (std::string line; std::getline(f, line);)
+    if (line.rfind("model name", 0) == 0) {
+      const size_t c = line.find(':');
+      return c == std::string::npos ? line : line.substr(c + 2);
+    }
+  return "unknown";
+}
+
+std::string utc_now() {
+  const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+template <class T>
+T get(const nlohmann::json& o, const char* key) {
+  if (!o.contains(key)) throw Error(ErrorCode::kBadInput, fmt::format("provenance.options: '{}' missing", key));
+  try {
+    return o[key].get<T>();
+  } catch (const nlohmann::json::exception&) {
+    throw Error(ErrorCode::kBadInput, fmt::format("provenance.options: '{}' has the wrong type", key));
+  }
+}
+
+}  // namespace
+
+nlohmann::json witness_provenance(const std::string& file, const WitnessOptions& opt, const WitnessReport& r) {
+  const bool synthetic = r.model_source.rfind("synthetic", 0) == 0;
+  return {
+      {"akv", {{"version", akv_version()}, {"commit", akv_commit()}}},
+      {"input", {{"path", file}, {"sha256", file_or_folder_sha256(file)}}},
+      {"model",
+       {{"name", r.model},
+        {"source", r.model_source},
+        {"sha256", synthetic ? nlohmann::json(nullptr) : nlohmann::json(file_or_folder_sha256(r.model_source))}}},
+      {"options",
+       {{"evict", r.evicted},
+        {"model", opt.model},
+        {"seed", opt.seed},
+        {"backend", opt.backend},
+        {"isa", opt.backend_options.isa},
+        {"threads", opt.backend_options.threads},
+        {"kernels", opt.backend_options.kernels},
+        {"policy", policy_name(opt.policy)},
+        {"logit_rows", opt.logit_rows == LogitRows::kAll ? "all" : "last"},
+        {"same_config", opt.same_config},
+        {"cross_threads", opt.cross_threads},
+        {"cross_isa", opt.cross_isa}}},
+      {"machine", {{"cpu", cpu_model()}, {"isa", r.isa}, {"cross_config", r.cross_config}}},
+      {"created", utc_now()},
+  };
+}
+
+WitnessOptions options_from_provenance(const nlohmann::json& o) {
+  if (!o.is_object()) throw Error(ErrorCode::kBadInput, "provenance.options: expected an object");
+  WitnessOptions w;
+  w.evict = get<std::vector<size_t>>(o, "evict");
+  w.model = get<std::string>(o, "model");
+  w.seed = get<uint64_t>(o, "seed");
+  w.backend = get<std::string>(o, "backend");
+  w.backend_options.isa = get<std::string>(o, "isa");
+  w.backend_options.threads = get<int>(o, "threads");
+  w.backend_options.kernels = get<std::string>(o, "kernels");
+  w.policy = parse_policy(get<std::string>(o, "policy"));
+  const std::string rows = get<std::string>(o, "logit_rows");
+  if (rows != "last" && rows != "all") throw Error(ErrorCode::kBadInput, "provenance.options: 'logit_rows' is not last or all");
+  w.logit_rows = rows == "all" ? LogitRows::kAll : LogitRows::kLast;
+  w.same_config = get<bool>(o, "same_config");
+  w.cross_threads = get<int>(o, "cross_threads");
+  w.cross_isa = get<std::string>(o, "cross_isa");
+  return w;
+}
+
+VerifyReport verify_witness(const nlohmann::json& j, const std::string& input_override) {
+  if (!j.is_object() || !j.contains("provenance") || !j["provenance"].is_object())
+    throw Error(ErrorCode::kBadInput, "not a witness file: no \"provenance\" object (write one with akv witness --out FILE)");
+  const nlohmann::json& p = j["provenance"];
+  for (const char* k : {"input", "model", "options"})
+    if (!p.contains(k) || !p[k].is_object()) throw Error(ErrorCode::kBadInput, fmt::format("provenance: '{}' missing", k));
+  VerifyReport v;
+  bool ok = true;
+  const auto line = [&](const std::string& what, const std::string& want, const std::string& got) {
+    const bool same = want == got;
+    ok = ok && same;
+    v.lines.push_back(same ? fmt::format("{}: {} reproduces", what, want.substr(0, 16))
+                           : fmt::format("{}: recorded {}, now {}: DIFFERS", what, want.substr(0, 16), got.substr(0, 16)));
+  };
+  const std::string input = input_override.empty() ? p["input"].value("path", "") : input_override;
+  if (input.empty()) throw Error(ErrorCode::kBadInput, "provenance.input: no path");
+  line("input sha256", p["input"].value("sha256", ""), file_or_folder_sha256(input));
+  const WitnessOptions opt = options_from_provenance(p["options"]);
+  const WitnessReport r = run_witness(load_conversation(input), opt);
+  if (p["model"].contains("sha256") && p["model"]["sha256"].is_string())
+    line("model sha256", p["model"]["sha256"].get<std::string>(), file_or_folder_sha256(r.model_source));
+  for (const auto& [key, got] : {std::pair<std::string, std::string>{"cache_sha256_evicted", r.cache_sha256_evicted},
+                                 {"cache_sha256_never", r.cache_sha256_never},
+                                 {"logits_sha256_evicted", r.logits_sha256_evicted},
+                                 {"logits_sha256_never", r.logits_sha256_never},
+                                 {"logits_sha256_poisoned", r.logits_sha256_poisoned}})
+    line(key, j.value(key, ""), got);
+  if (p.contains("machine") && p["machine"].value("isa", "") != r.isa)
+    v.lines.push_back(fmt::format("note: recorded on {}, re-run on {} (every ISA gives the same bits, K0)",
+                                  p["machine"].value("isa", ""), r.isa));
+  v.reproduced = ok;
+  v.passed = ok && r.passed();
+  v.lines.push_back(r.passed() ? "the re-run passed (O5)" : "the re-run FAILED (O5): " + to_text(r).substr(to_text(r).rfind("FAIL")));
+  return v;
+}
+
+}  // namespace akv

@@ -1,0 +1,43 @@
+// What a third party needs to re-run a witness and check it (spec/operations.md O9): akv's
+// version and commit, the input's and the model file's SHA-256, the typed options, the CPU
+// and ISA, and the time; and the re-run that `akv verify` makes from it.
+#pragma once
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "verify/witness.hpp"
+
+namespace akv {
+
+/// "0.1.0": the project version (CMakeLists.txt).
+std::string akv_version();
+/// The git commit akv was configured from ("unknown" outside a git checkout; "+dirty" when the
+/// tree had changes then).
+std::string akv_commit();
+
+/// Lower-case hex SHA-256 of a file's bytes (a model folder: of the sorted list of its regular
+/// files' names and digests). Error(kBadInput) when it cannot be read.
+std::string file_or_folder_sha256(const std::string& path);
+
+/// The provenance block of a witness run on `file` with `opt` (O9): "akv" {version, commit},
+/// "input" {path, sha256}, "model" {name, source, sha256 or null for a synthetic one},
+/// "options" (every WitnessOptions field, typed), "machine" {cpu, isa}, "created" (UTC, ISO 8601).
+nlohmann::json witness_provenance(const std::string& file, const WitnessOptions& opt, const WitnessReport& r);
+
+/// The WitnessOptions a provenance block's "options" name. Error(kBadInput) naming the key
+/// when one is missing or of the wrong type.
+WitnessOptions options_from_provenance(const nlohmann::json& options);
+
+/// The outcome of `akv verify` (O9): each digest of the file against the re-run's.
+struct VerifyReport {
+  std::vector<std::string> lines;  // one per check: "input sha256 ... reproduces" or "... DIFFERS"
+  bool reproduced = false;         // every digest equal, the input and model files the recorded ones
+  bool passed = false;             // and the re-run passed (O5)
+};
+
+/// Re-runs the witness a file written by `akv witness --out` records and compares every digest
+/// (`input` overrides the recorded input path). Error(kBadInput) for a file that is not such a
+/// witness, or whose input cannot be read.
+VerifyReport verify_witness(const nlohmann::json& witness, const std::string& input = "");
+
+}  // namespace akv
