@@ -153,7 +153,8 @@ VerifyReport verify_witness(const nlohmann::json& j, const std::string& input_ov
                                   p["machine"].value("isa", ""), r.isa));
   v.reproduced = ok;
   v.passed = ok && r.passed();
-  v.lines.push_back(r.passed() ? "the re-run passed (O5)" : "the re-run FAILED (O5): " + to_text(r).substr(to_text(r).rfind("FAIL")));
+  const std::string text = to_text(r);
+  v.lines.push_back(r.passed() ? "the re-run passed (O5)" : "the re-run FAILED (O5): " + text.substr(text.rfind("FAIL")));
   return v;
 }
 

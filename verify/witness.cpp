@@ -79,18 +79,24 @@ std::vector<size_t> checked_evict_indexes(const Conversation& conv, const std::v
   return {doomed.begin(), doomed.end()};
 }
 
+namespace {
+// The tokens of a session built by build_session(enc, skip), in cache order.
+std::vector<Token> flat_tokens(const EncodedConversation& enc, const std::set<size_t>& skip) {
+  std::vector<Token> t(enc.preamble.begin(), enc.preamble.end());
+  for (size_t i = 0; i < enc.spans.size(); ++i)
+    if (!skip.count(i)) t.insert(t.end(), enc.spans[i].begin(), enc.spans[i].end());
+  return t;
+}
+
+}  // namespace
+
 void check_never_shown_rendering(const ChatEncoder& encoder, const Conversation& conv, const EncodedConversation& enc,
                                  const std::set<size_t>& doomed) {
   Conversation without = conv;
   without.messages.clear();
   for (size_t i = 0; i < conv.messages.size(); ++i)
     if (!doomed.count(i)) without.messages.push_back(conv.messages[i]);
-  const EncodedConversation rendered = encoder.encode(without);
-  std::vector<Token> spans(enc.preamble.begin(), enc.preamble.end());
-  for (size_t i = 0; i < enc.spans.size(); ++i)
-    if (!doomed.count(i)) spans.insert(spans.end(), enc.spans[i].begin(), enc.spans[i].end());
-  std::vector<Token> real(rendered.preamble.begin(), rendered.preamble.end());
-  for (const auto& sp : rendered.spans) real.insert(real.end(), sp.begin(), sp.end());
+  const std::vector<Token> spans = flat_tokens(enc, doomed), real = flat_tokens(encoder.encode(without), {});
   if (real == spans) return;
   std::string ids;
   for (size_t i : doomed) ids += (ids.empty() ? "" : ",") + std::to_string(i);
@@ -131,14 +137,6 @@ Cut cut_of(const EncodedConversation& enc, const std::set<size_t>& doomed) {
     else after += enc.spans[i].size();
   }
   return c;
-}
-
-// The tokens of a session built by build_session(enc, skip), in cache order.
-std::vector<Token> flat_tokens(const EncodedConversation& enc, const std::set<size_t>& skip) {
-  std::vector<Token> t(enc.preamble.begin(), enc.preamble.end());
-  for (size_t i = 0; i < enc.spans.size(); ++i)
-    if (!skip.count(i)) t.insert(t.end(), enc.spans[i].begin(), enc.spans[i].end());
-  return t;
 }
 
 // "K of layer 2, entry 17, index 3: nan" for the first non-finite value of the cache, or "".

@@ -70,6 +70,20 @@ bool has_tail(const gen::ModelChoice& m) {
   return c.hidden % 16 != 0 || c.q_dim() % 16 != 0 || c.ffn % 16 != 0;
 }
 
+// `akv witness FILE ARGS` on a counterexample file: the real backend is exact on it. A shrunk
+// case may evict a span whose removal moves no logit (two equal tokens): the witness then fails
+// on its control (E2), never on exactness.
+void expect_witness_is_exact(const std::string& path, const std::string& args) {
+  const std::string out = path + ".out";
+  const std::string cmd = std::string(AKV_CLI) + " witness " + path + " " + args + " --json > " + out;
+  const int st = std::system(cmd.c_str());
+  std::ifstream in(out);
+  const nlohmann::json j = nlohmann::json::parse(in);
+  EXPECT_TRUE(j["exact"].get<bool>()) << cmd;
+  EXPECT_EQ(j["passed"].get<bool>(), j["control_moved"].get<bool>()) << cmd;
+  EXPECT_EQ(st == 0, j["passed"].get<bool>()) << cmd;
+}
+
 TEST(I1_PropTeeth, ChunkSensitiveBackendIsCaughtAndShrunk) {
   const prop::Outcome o = run_on_mutant("I1_PropInvariance.Chunkings", Mutation::kChunkSensitive);
   ASSERT_FALSE(o.passed);
@@ -103,16 +117,7 @@ TEST(E1_PropTeeth, WarmStateBackendIsCaughtShrunkAndWitnessed) {
   for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(encode_message(parsed.messages[i]), want[i]);
   const std::string dir = (std::filesystem::temp_directory_path() / "akv_teeth").string();
   const std::string path = prop::write_counterexample(dir, "e1.json", f);
-  // The real reference is exact on it. A shrunk case may evict a span whose removal moves no
-  // logit (two equal tokens): the witness then fails on its control (E2), never on exactness.
-  const std::string out = (std::filesystem::temp_directory_path() / "akv_teeth" / "e1.out").string();
-  const std::string cmd = std::string(AKV_CLI) + " witness " + path + " " + f.witness_args + " --json > " + out;
-  const int st = std::system(cmd.c_str());
-  std::ifstream in(out);
-  const nlohmann::json j = nlohmann::json::parse(in);
-  EXPECT_TRUE(j["exact"].get<bool>()) << cmd;
-  EXPECT_EQ(j["passed"].get<bool>(), j["control_moved"].get<bool>()) << cmd;
-  EXPECT_EQ(st == 0, j["passed"].get<bool>()) << cmd;
+  expect_witness_is_exact(path, f.witness_args);
 }
 
 TEST(I1_PropTeeth, ReproduceStringReplaysTheShrunkCase) {
@@ -193,16 +198,7 @@ TEST(E1_PropTeeth, BatchedTailDefectIsCaughtAndTheShapeReRuns) {
   EXPECT_NE(f.witness_args.find("--threads "), std::string::npos) << f.witness_args;
   EXPECT_NE(f.json.find("\"backends\""), std::string::npos) << f.json;
   const std::string path = prop::write_counterexample((std::filesystem::temp_directory_path() / "akv_teeth").string(), "tail.json", f);
-  // The real reference is exact on it. A shrunk case may evict a span whose removal moves no
-  // logit (two equal tokens): the witness then fails on its control (E2), never on exactness.
-  const std::string out = (std::filesystem::temp_directory_path() / "akv_teeth" / "e1.out").string();
-  const std::string cmd = std::string(AKV_CLI) + " witness " + path + " " + f.witness_args + " --json > " + out;
-  const int st = std::system(cmd.c_str());
-  std::ifstream in(out);
-  const nlohmann::json j = nlohmann::json::parse(in);
-  EXPECT_TRUE(j["exact"].get<bool>()) << cmd;
-  EXPECT_EQ(j["passed"].get<bool>(), j["control_moved"].get<bool>()) << cmd;
-  EXPECT_EQ(st == 0, j["passed"].get<bool>()) << cmd;
+  expect_witness_is_exact(path, f.witness_args);
 }
 
 // The control: without drawn shapes (tiny and small only) the tail mutant passes.
