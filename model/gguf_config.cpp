@@ -5,6 +5,7 @@
 #include <string_view>
 #include <variant>
 
+#include "model/json_limited.hpp"
 #include "reference/error.hpp"
 
 namespace akv::model {
@@ -69,16 +70,16 @@ void check_metadata_keys(const GgufFile& f) {
     if (k.starts_with("general.") || k.starts_with("quantize.")) continue;
     if (read.count(key)) continue;
     if (must_be_false.count(key)) {
-      if (!std::holds_alternative<bool>(value)) bad(f, "metadata '" + k + "'", "expected a bool");
+      if (!std::holds_alternative<bool>(value)) bad(f, "metadata " + quoted_name(k), "expected a bool");
       if (std::get<bool>(value))
-        bad(f, "metadata '" + k + "'", "true is not implemented (akv's chat template adds no such token; spec/gguf.md C5)");
+        bad(f, "metadata " + quoted_name(k), "true is not implemented (akv's chat template adds no such token; spec/gguf.md C5)");
       continue;
     }
     if (must_be_zero.count(key)) {
-      if (f.get_uint(k) != 0) bad(f, "metadata '" + k + "'", "mixture-of-experts blocks are not implemented (spec/gguf.md C5)");
+      if (f.get_uint(k) != 0) bad(f, "metadata " + quoted_name(k), "mixture-of-experts blocks are not implemented (spec/gguf.md C5)");
       continue;
     }
-    bad(f, "metadata '" + k + "'",
+    bad(f, "metadata " + quoted_name(k),
         "not implemented: akv refuses a key that may change the model's function rather than ignore it (spec/gguf.md C5)");
   }
 }

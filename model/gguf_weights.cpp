@@ -5,6 +5,7 @@
 
 #include "model/dequant.hpp"
 #include "model/gguf_config.hpp"
+#include "model/json_limited.hpp"
 #include "reference/error.hpp"
 
 namespace akv::model {
@@ -47,7 +48,8 @@ void check_all_used(const GgufFile& f, const std::set<std::string>& used, const 
           std::stoll(layer) >= c.n_layers)
         why = "layer " + layer + " is past llama.block_count (" + std::to_string(c.n_layers) + ")";
     }
-    throw Error(ErrorCode::kBadModel, f.name() + ": tensor '" + name + "': " + why + "; akv refuses a file with a tensor it would ignore");
+    throw Error(ErrorCode::kBadModel,
+                f.name() + ": tensor " + quoted_name(name) + ": " + why + "; akv refuses a file with a tensor it would ignore");
   }
 }
 

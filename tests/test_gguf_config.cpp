@@ -147,6 +147,15 @@ TEST(C5_MetadataKeys, KeysThatChangeTheFunctionAreRefused) {
   expect_bad(with(llama_file(), kv_str("tokenizer.ggml.add_bos_token", "yes")), "metadata 'tokenizer.ggml.add_bos_token': expected a bool");
   expect_bad(with(llama_file(), kv_str("tokenizer.huggingface.json", "{}")), "metadata 'tokenizer.huggingface.json'");
   expect_bad(with(llama_file(), kv_str("mystery.key", "x")), "metadata 'mystery.key'");
+  // A key from the file is shown on one line, whatever bytes it holds (F7; found by the fuzzer).
+  const GgufFile f = GgufFile::parse(with(llama_file(), kv_str("llama.a\nb", "x")).bytes(), "m.gguf");
+  try {
+    config_from_gguf(f, "m");
+    ADD_FAILURE() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("not implemented"), std::string::npos) << e.what();
+  }
 }
 
 TEST(C5_MetadataKeys, DescriptiveAndNeutralKeysLoad) {

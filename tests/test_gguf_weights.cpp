@@ -198,6 +198,14 @@ TEST(C4_EveryTensorUsed, ATensorAkvWouldIgnoreIsRefused) {
                  "tensor 'blk.2.attn_norm.weight': layer 2 is past llama.block_count (2)");
   expect_refused(with_tensor(llama_file(false), "blk.0.ffn_gate_inp.weight", {kHidden, 4}),
                  "tensor 'blk.0.ffn_gate_inp.weight': not part of the llama model");
+  // A name from the file is shown on one line, whatever bytes it holds (F7).
+  const GgufFile odd = GgufFile::parse(with_tensor(llama_file(true), "x\ny", {kHidden}).bytes(), "w.gguf");
+  try {
+    weights_from_gguf(odd, config_from_gguf(odd, "w"));
+    ADD_FAILURE() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << e.what();
+  }
   // The file as it is loads: every tensor is read.
   const GgufFile ok = GgufFile::parse(llama_file(true).bytes(), "w.gguf");
   EXPECT_NO_THROW(weights_from_gguf(ok, config_from_gguf(ok, "w")));
