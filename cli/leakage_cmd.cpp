@@ -1,6 +1,6 @@
 // akv leakage FILE... [--policies keep,mask,kshift,exact] [--model M] [--seed S] [--backend NAME]
 //                     [--isa ISA] [--threads N] [--evict N[,M...]] [--tokens N] [--no-positions]
-//                     [--json] [--out DIR]
+//                     [--secret STRING...] [--json] [--out DIR]
 // What approximate eviction leaks (spec/leakage.md L9). A progress line per conversation on
 // stderr; the Markdown table (or --json) on stdout; --out DIR also writes leakage.md,
 // leakage.json and leakage.svg there. Exit 0 measured and exact leaked nothing (L5), 1 exact
@@ -109,6 +109,10 @@ Command add_leakage(CLI::App& app) {
   w->add_option("--seed", a->opt.seed, "Weight seed (synthetic models)")->capture_default_str()->check(decimal(0, UINT64_MAX));
   add_backend_options(w, a->opt.backend, a->opt.backend_options);
   w->add_option("--tokens", a->opt.continuation, "Greedy continuation length")->capture_default_str()->check(decimal(1, 4096));
+  w->add_option("--secret", a->opt.secrets,
+                "A string to search every continuation for (an expired API key); reported as \"secret N\", never repeated "
+                "(repeatable; spec/leakage.md L10)")
+      ->check(nonempty());
   w->add_flag("--no-positions", a->no_positions, "Skip the cost of evicting the start, middle and end message");
   w->add_flag("--json", a->json, "Print one JSON object instead of the Markdown table");
   w->add_option("--out", a->out, "Also write leakage.md, leakage.json, leakage.svg to this directory")->check(nonempty());

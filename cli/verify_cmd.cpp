@@ -1,4 +1,4 @@
-// akv verify FILE [--input PATH] [--json]: re-runs the witness a file written by
+// akv verify FILE [--input PATH] [--redact N:STRING...] [--json]: re-runs the witness a file written by
 // `akv witness --out FILE` records and says whether every digest reproduces (spec/operations.md
 // O9). Exit 0 only when every digest reproduces and the re-run passed, 1 when not, 2 for a
 // file that is not such a witness.
@@ -18,6 +18,7 @@ namespace akv::cli {
 namespace {
 struct VerifyArgs {
   std::string file, input;
+  std::vector<std::string> redact;  // O10: the strings a redaction's file does not keep
   bool json = false;
 };
 
@@ -32,7 +33,9 @@ int run_verify_cmd(const VerifyArgs& a) {
   } catch (const nlohmann::json::exception&) {
     throw Error(ErrorCode::kBadInput, printable(a.file, 200) + ": malformed JSON");
   }
-  const VerifyReport v = verify_witness(j, a.input);
+  std::vector<Redaction> redact;
+  for (const std::string& r : a.redact) redact.push_back(parse_redaction(r));
+  const VerifyReport v = verify_witness(j, a.input, redact);
   if (a.json) {
     print_json({{"file", a.file}, {"reproduced", v.reproduced}, {"passed", v.passed}, {"checks", v.lines}});
   } else {
@@ -52,6 +55,8 @@ Command add_verify(CLI::App& app) {
   auto* v = app.add_subcommand("verify", "Re-run a witness written by `akv witness --out FILE` and check that every digest reproduces");
   v->add_option("FILE", a->file, "A witness file (akv witness ... --out FILE)")->required()->check(nonempty());
   v->add_option("--input", a->input, "The conversation, when it is not at the path the file records")->check(nonempty());
+  v->add_option("--redact", a->redact, "N:STRING: a redaction's string again, as given to akv witness (the file keeps only its length)")
+      ->check(nonempty());
   v->add_flag("--json", a->json, "Print one JSON object instead of text");
   return {v, [a] { return run_verify_cmd(*a); }};
 }

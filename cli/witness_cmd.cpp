@@ -1,4 +1,4 @@
-// akv witness FILE [--evict N[,M...] | --evict-poisoned] [--model M] [--seed S] [--backend B] [--isa I]
+// akv witness FILE [--evict N[,M...] | --evict-poisoned | --redact N:STRING...] [--model M] [--seed S] [--backend B] [--isa I]
 //                  [--threads N] [--policy P] [--json]
 // Exit 0 passed (evict == never bit for bit, prefix untouched, only the survivors written), 1 not,
 // 2 bad input (spec/operations.md O5, spec/input.md IN4-IN6).
@@ -7,6 +7,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/options.hpp"
+#include "cli/progress.hpp"
 #include "cli/shared_options.hpp"
 #include "optimized/cpu/isa.hpp"
 #include "optimized/cpu/thread_pool.hpp"
@@ -20,6 +21,7 @@ struct WitnessArgs {
   std::string file;
   std::string evict;  // "3,5": parsed strictly by index_list
   bool evict_poisoned = false;
+  std::vector<std::string> redact;  // "N:STRING", parsed by parse_redaction (O10)
   bool json = false;
   std::string policy = "exact";
   std::string logit_rows = "last";
@@ -33,7 +35,12 @@ int run_witness_cmd(const WitnessArgs& a) {
   opt.policy = parse_policy(a.policy);
   opt.logit_rows = a.logit_rows == "all" ? LogitRows::kAll : LogitRows::kLast;
   if (!a.evict_poisoned && !a.evict.empty()) opt.evict = index_list("--evict", a.evict);
-  const WitnessReport r = run_witness(conv, opt);
+  for (const std::string& r : a.redact) opt.redact.push_back(parse_redaction(r));
+  opt.progress = tty_progress("akv witness");
+  const WitnessReport r = [&] {
+    const ProgressLine line;
+    return run_witness(conv, opt);
+  }();
   nlohmann::json j = to_json(r);
   j["file"] = a.file;
   if (a.json || !a.out.empty()) j["provenance"] = witness_provenance(a.file, opt, r);  // O9
@@ -55,7 +62,14 @@ Command add_witness(CLI::App& app) {
       ->check(nonempty());
   // A string, split by index_list: "" or "1,,2" is an error, never "message 0" (IN4).
   auto* ev = w->add_option("--evict", a->evict, "Message indexes to evict (comma-separated)")->check(nonempty());
-  w->add_flag("--evict-poisoned", a->evict_poisoned, "Evict the conversation's \"poisoned\" messages (the default)")->excludes(ev);
+  auto* ep = w->add_flag("--evict-poisoned", a->evict_poisoned, "Evict the conversation's \"poisoned\" messages (the default)")->excludes(ev);
+  w->add_option("--redact", a->redact,
+                "N:STRING: remove every occurrence of STRING from message N (0-based) instead of evicting; the message is "
+                "re-run from its start, the never-shown run is the conversation without the string (repeatable; "
+                "the string is never printed or written)")
+      ->excludes(ev)
+      ->excludes(ep)
+      ->check(nonempty());
   add_model_option(w, a->opt.model);
   w->add_option("--seed", a->opt.seed, "Weight seed")->capture_default_str()->check(decimal(0, UINT64_MAX));
   add_backend_options(w, a->opt.backend, a->opt.backend_options);

@@ -54,7 +54,8 @@ const char* top_level_reaches_model(const std::string& key) {
   if (key == "tool_choice" || key == "response_format" || key == "parallel_tool_calls" || key == "instructions")
     return "this request option can change the prompt the model reads and akv does not render it (spec/input.md IN2)";
   if (key == "input")
-    return "an OpenAI Responses API body: akv reads chat \"messages\"; convert its input items to messages (spec/input.md IN2)";
+    return "an OpenAI Responses API body: akv reads chat \"messages\"; convert its input items to messages "
+           "(docs/auditors-guide.md, Other formats; spec/input.md IN2)";
   return nullptr;
 }
 
@@ -266,6 +267,13 @@ json parse_limited(std::string_view text) {
   try {
     return json::parse(text.begin(), text.end(), check);
   } catch (const json::exception& e) {
+    // A JSONL log (one request per line) reads as a first value and then more: say so.
+    const size_t nl = text.find('\n');
+    const size_t next = nl == std::string_view::npos ? nl : text.find_first_not_of(" \t\r\n", nl);
+    if (next != std::string_view::npos && text[next] == '{' && json::accept(text.substr(0, nl)))
+      throw Error(ErrorCode::kBadInput,
+                  "malformed JSON: a second value after the first line's: a JSONL log? akv reads one conversation per "
+                  "file; split the log, one line a file (docs/auditors-guide.md, Other formats)");
     throw Error(ErrorCode::kBadInput, std::string("malformed JSON: ") + printable(e.what(), 200));
   }
 }
@@ -293,7 +301,10 @@ std::vector<size_t> poisoned_list(const json& p, size_t messages) {
 Conversation parse_conversation(std::string_view text) {
   const json j = parse_limited(text);
   if (!j.is_object()) bad("conversation", "expected a JSON object with a \"messages\" array, got " + type_of(j));
-  if (!j.contains("messages")) bad("conversation", "missing \"messages\" array");
+  if (!j.contains("messages")) {
+    if (j.contains("input")) bad("input", top_level_reaches_model("input"));  // a Responses API body, named as such
+    bad("conversation", "missing \"messages\" array");
+  }
   if (!j["messages"].is_array()) bad("messages", "expected an array, got " + type_of(j["messages"]));
   Conversation c;
   const json& ms = j["messages"];

@@ -1,6 +1,7 @@
 #include "reference/session.hpp"
 
 #include <algorithm>
+#include <map>
 #include <string>
 
 #include "reference/error.hpp"
@@ -117,6 +118,44 @@ EvictStats Session::evict(std::span<const SpanId> ids, EvictPolicy policy) {
   return st;
 }
 
+void Session::rerun_tail(size_t first, size_t f, size_t from, const std::vector<SpanInfo>& moved,
+                         const std::vector<size_t>& moved_index, const std::vector<Token>& x) {
+  std::vector<SpanInfo> kept(spans_.begin(), spans_.begin() + static_cast<std::ptrdiff_t>(first));
+  std::vector<std::vector<float>> kept_logits(span_last_logits_.begin(),
+                                              span_last_logits_.begin() + static_cast<std::ptrdiff_t>(first));
+  cache_.truncate(from);
+  tokens_.resize(f);
+  entry_span_.resize(f);
+  // Only each recomputed span's last row is read: the rest skip the classifier.
+  std::vector<uint32_t> rows;
+  std::vector<size_t> has_row;  // moved spans whose last row is recomputed
+  for (size_t j = 0; j < moved.size(); ++j) {
+    const SpanInfo& s = moved[j];
+    if (s.start + s.length - 1 < from) continue;
+    rows.push_back(static_cast<uint32_t>(s.start + s.length - 1 - from));
+    has_row.push_back(j);
+  }
+  std::vector<float> logits;
+  if (from < f + x.size())
+    logits = run(std::span<const Token>(x).subspan(from - f), rows);
+  const size_t vocab = static_cast<size_t>(model().config.vocab);
+  for (size_t j = 0, got = 0; j < moved.size(); ++j) {
+    const SpanInfo& s = moved[j];
+    kept.push_back(s);
+    if (got < has_row.size() && has_row[got] == j) {
+      const auto row = logits.begin() + static_cast<std::ptrdiff_t>(got++ * vocab);
+      kept_logits.emplace_back(row, row + static_cast<std::ptrdiff_t>(vocab));
+    } else {  // placed by the backend's edit: its logits are those computed before (as L4)
+      kept_logits.push_back(span_last_logits_[moved_index[j]]);
+    }
+    tokens_.insert(tokens_.end(), x.begin() + static_cast<std::ptrdiff_t>(s.start - f),
+                   x.begin() + static_cast<std::ptrdiff_t>(s.start - f + s.length));
+    entry_span_.insert(entry_span_.end(), s.length, s.id);
+  }
+  spans_ = std::move(kept);
+  span_last_logits_ = std::move(kept_logits);
+}
+
 EvictStats Session::evict(std::span<const SpanId> ids) {
   std::set<SpanId> doomed;
   const size_t first = check_evict(ids, doomed);
@@ -124,9 +163,6 @@ EvictStats Session::evict(std::span<const SpanId> ids) {
   EvictStats st;
   st.truncated_at = spans_[first].start;
   // Survivors after the cut, in cache order: their tokens, re-run at their new positions.
-  std::vector<SpanInfo> kept(spans_.begin(), spans_.begin() + static_cast<std::ptrdiff_t>(first));
-  std::vector<std::vector<float>> kept_logits(span_last_logits_.begin(),
-                                              span_last_logits_.begin() + static_cast<std::ptrdiff_t>(first));
   std::vector<Token> x;
   std::vector<SpanInfo> moved;
   std::vector<size_t> moved_index;  // index in spans_ of each moved span
@@ -155,38 +191,55 @@ EvictStats Session::evict(std::span<const SpanId> ids) {
   st.tokens_recomputed = x.size() - (from - st.truncated_at);
 
   // From here on nothing can fail but allocation in the backend.
-  cache_.truncate(from);
-  tokens_.resize(st.truncated_at);
-  entry_span_.resize(st.truncated_at);
-  // Only each recomputed span's last row is read: the rest skip the classifier.
-  std::vector<uint32_t> rows;
-  std::vector<size_t> has_row;  // moved spans whose last row is recomputed
-  for (size_t j = 0; j < moved.size(); ++j) {
-    const SpanInfo& s = moved[j];
-    if (s.start + s.length - 1 < from) continue;
-    rows.push_back(static_cast<uint32_t>(s.start + s.length - 1 - from));
-    has_row.push_back(j);
-  }
-  std::vector<float> logits;
-  if (from < st.truncated_at + x.size())
-    logits = run(std::span<const Token>(x).subspan(from - st.truncated_at), rows);
-  const size_t vocab = static_cast<size_t>(model().config.vocab);
-  for (size_t j = 0, got = 0; j < moved.size(); ++j) {
-    const SpanInfo& s = moved[j];
-    kept.push_back(s);
-    if (got < has_row.size() && has_row[got] == j) {
-      const auto row = logits.begin() + static_cast<std::ptrdiff_t>(got++ * vocab);
-      kept_logits.emplace_back(row, row + static_cast<std::ptrdiff_t>(vocab));
-    } else {  // placed by the backend's edit: its logits are those computed before (as L4)
-      kept_logits.push_back(span_last_logits_[moved_index[j]]);
-    }
-    tokens_.insert(tokens_.end(), x.begin() + static_cast<std::ptrdiff_t>(s.start - st.truncated_at),
-                   x.begin() + static_cast<std::ptrdiff_t>(s.start - st.truncated_at + s.length));
-    entry_span_.insert(entry_span_.end(), s.length, s.id);
-  }
-  spans_ = std::move(kept);
-  span_last_logits_ = std::move(kept_logits);
+  rerun_tail(first, st.truncated_at, from, moved, moved_index, x);
   evicted_.insert(doomed.begin(), doomed.end());
+  recomputed_ += st.tokens_recomputed;
+  return st;
+}
+
+EvictStats Session::replace(std::span<const SpanEdit> edits) {
+  if (edits.empty()) throw Error(ErrorCode::kEmptyInput, "replace: no spans named");
+  std::map<SpanId, const SpanEdit*> by_id;
+  size_t first = spans_.size(), grown = cache_.size();
+  for (const SpanEdit& e : edits) {
+    if (!by_id.emplace(e.id, &e).second) throw Error(ErrorCode::kDuplicateSpan, "replace: " + span_name(e.id) + " named twice");
+    if (evicted_.count(e.id)) throw Error(ErrorCode::kSpanEvicted, "replace: " + span_name(e.id) + " was evicted");
+    auto it = std::find_if(spans_.begin(), spans_.end(), [&](const SpanInfo& s) { return s.id == e.id; });
+    if (it == spans_.end()) throw Error(ErrorCode::kUnknownSpan, "replace: " + span_name(e.id) + " is not in the session");
+    if (e.tokens.empty()) throw Error(ErrorCode::kEmptyInput, "replace: no tokens for " + span_name(e.id));
+    for (size_t i = 0; i < e.tokens.size(); ++i)
+      if (e.tokens[i] < 0 || e.tokens[i] >= model().config.vocab)
+        throw Error(ErrorCode::kInvalidToken, "replace: " + span_name(e.id) + ": token " + std::to_string(e.tokens[i]) +
+                                                  " at index " + std::to_string(i) + " is outside [0, " +
+                                                  std::to_string(model().config.vocab) + ")");
+    first = std::min(first, static_cast<size_t>(it - spans_.begin()));
+    grown = grown - it->length + e.tokens.size();
+  }
+  if (grown > static_cast<size_t>(model().config.max_ctx))
+    throw Error(ErrorCode::kContextOverflow, "replace: the edited spans make " + std::to_string(grown) +
+                                                 " tokens, more than the context of " + std::to_string(model().config.max_ctx));
+  EvictStats st;
+  st.truncated_at = spans_[first].start;
+  std::vector<Token> x;
+  std::vector<SpanInfo> moved;
+  std::vector<size_t> moved_index;
+  for (size_t i = first; i < spans_.size(); ++i) {
+    const SpanInfo& s = spans_[i];
+    if (evicted_.count(s.id)) continue;  // a span masked earlier (L3): dropped with the cut, as O3
+    const auto e = by_id.find(s.id);
+    if (e != by_id.end()) st.tokens_evicted += s.length;
+    const size_t at = x.size();
+    if (e != by_id.end())
+      x.insert(x.end(), e->second->tokens.begin(), e->second->tokens.end());
+    else
+      x.insert(x.end(), tokens_.begin() + static_cast<std::ptrdiff_t>(s.start),
+               tokens_.begin() + static_cast<std::ptrdiff_t>(s.start + s.length));
+    moved.push_back({s.id, st.truncated_at + at, x.size() - at});
+    moved_index.push_back(i);
+  }
+  st.tokens_recomputed = x.size();
+  // From here on nothing can fail but allocation in the backend.
+  rerun_tail(first, st.truncated_at, st.truncated_at, moved, moved_index, x);
   recomputed_ += st.tokens_recomputed;
   return st;
 }

@@ -29,6 +29,12 @@ struct EvictStats {
   size_t tokens_recomputed = 0;  // |X|: survivors after truncated_at, re-run through all layers
 };
 
+/// One edit of replace(): span `id`'s tokens become `tokens`.
+struct SpanEdit {
+  SpanId id = 0;
+  std::vector<Token> tokens;
+};
+
 /// The logits an append returns: every row (m, vocab), or only the last token's (1, vocab).
 /// Only returned rows pass through the final RMSNorm and the classifier (Backend::forward_rows).
 enum class LogitRows { kAll, kLast };
@@ -62,6 +68,16 @@ class Session {
   /// tokens_evicted = its tokens (0 for kKeep), tokens_recomputed = 0 unless kExact.
   EvictStats evict(std::span<const SpanId> ids, EvictPolicy policy);
 
+  /// O10. Replaces the tokens of the live spans `edits` name (a redaction: a message re-encoded
+  /// without a string): truncates the cache at the first edited span's start f and re-runs, in
+  /// one backend call, every entry from f on with its span id at its new position: the edited
+  /// spans' new tokens and every surviving later span's. Entries before f are not touched
+  /// (E3); the counter grows by the tokens re-run. Stats: truncated_at = f, tokens_evicted =
+  /// the edited spans' old tokens, tokens_recomputed = the entries re-run. Errors, session
+  /// unchanged: kEmptyInput (no edits, or an edit with no tokens), kDuplicateSpan,
+  /// kSpanEvicted, kUnknownSpan, kInvalidToken, kContextOverflow.
+  EvictStats replace(std::span<const SpanEdit> edits);
+
   /// O4. Next-token logits (vocab,): the logits of the last cached token.
   /// Error kEmptyCache when the cache is empty.
   std::span<const float> logits() const;
@@ -83,6 +99,12 @@ class Session {
   void check_tokens(std::span<const Token> tokens) const;
   // Validates an eviction request (O6 errors); returns the index in spans_ of its first span.
   size_t check_evict(std::span<const SpanId> ids, std::set<SpanId>& doomed) const;
+  // O3/O10's tail: keeps spans_[0, first), truncates the cache at `from` (>= f) and re-runs
+  // x[from - f, ...) at positions from, ...; `moved` are the spans placed from f on (their
+  // tokens x, in order), `moved_index` their rows in spans_ (for the kept logits of a span the
+  // backend's own edit placed before `from`).
+  void rerun_tail(size_t first, size_t f, size_t from, const std::vector<SpanInfo>& moved,
+                  const std::vector<size_t>& moved_index, const std::vector<Token>& x);
   // Runs tokens at the tail; returns the logits of `rows` (empty: every row).
   std::vector<float> run(std::span<const Token> tokens, RowList rows);
 

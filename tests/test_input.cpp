@@ -255,6 +255,18 @@ TEST(IN2_Fields, TopLevelFieldsThatReachTheModelAreRejected) {
   EXPECT_EQ(c.ignored, (std::vector<std::string>{"max_tokens", "model", "tags"}));
 }
 
+// The formats agent stacks write that akv does not read are refused naming what they are,
+// pointing at the conversion (docs/auditors-guide.md, Other formats), never misread.
+TEST(IN2_Fields, OtherFormatsAreNamedNotMisread) {
+  const std::string line = R"({"messages": [{"role": "user", "content": "x"}]})";
+  expect_rejected(line + "\n" + line + "\n", "a JSONL log? akv reads one conversation per file");
+  expect_rejected(R"({"input": [{"role": "user", "content": "hi"}], "instructions": "be brief"})", "an OpenAI Responses API body");
+  expect_rejected(line + "\n]", "unexpected ']'; expected end of input");  // only a complete first line reads as JSONL
+  // Anthropic text blocks are the chat API's text parts: read as the same text.
+  const Conversation a = parse_conversation(R"({"messages": [{"role": "user", "content": [{"type": "text", "text": "hi "}, {"type": "text", "text": "there"}]}]})");
+  EXPECT_EQ(a.messages[0].content, parse_conversation(R"({"messages": [{"role": "user", "content": "hi there"}]})").messages[0].content);
+}
+
 // Anthropic's tool_use / tool_result blocks are named for what they are, not as a tokenizer gap.
 TEST(IN2_Fields, AnthropicBlocksAreNamed) {
   expect_rejected(one(R"({"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "f", "input": {}}]})"),

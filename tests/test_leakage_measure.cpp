@@ -1,10 +1,13 @@
 // The leakage measurement and `akv leakage` (spec/leakage.md L5, L7, L9) on the tiny model.
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <cmath>
 #include <filesystem>
+#include <fmt/format.h>
 
 #include "cli_support.hpp"
+#include "reference/error.hpp"
 #include "support.hpp"
 #include "verify/leak_strings.hpp"
 #include "verify/leakage.hpp"
@@ -22,6 +25,14 @@ LeakageReport measure(const std::string& file, const std::string& backend = "cpu
   opt.backend = backend;
   opt.continuation = tokens;
   return run_leakage(load_conversation(test::example(file)), test::example(file), opt);
+}
+// The tiny model's options, `tokens` decoded, no cost rows.
+LeakageOptions tiny_leakage(size_t tokens) {
+  LeakageOptions opt;
+  opt.model = "tiny";
+  opt.continuation = tokens;
+  opt.positions = false;
+  return opt;
 }
 const PolicyResult& of(const LeakageReport& r, EvictPolicy p) {
   for (const PolicyResult& x : r.policies)
@@ -150,4 +161,51 @@ TEST(L9_LeakageCli, BadInputIsOneLineExit2AndWritesNothing) {
   }
   EXPECT_FALSE(fs::exists(dir + "/leakage.md"));
   fs::remove_all(dir);
+}
+
+// L10: a secret is searched for in every continuation and named by number, never by its text.
+TEST(L10_Secret, FoundInTheContinuationsAndNamedByNumber) {
+  const std::string f = test::example("ja01_banking_bill_important_instructions.json");
+  LeakageOptions opt = tiny_leakage(64);
+  const LeakageReport plain = run_leakage(load_conversation(f), f, opt);
+  // A "secret" the replies do repeat (three printable characters of never's own continuation:
+  // the tiny model's replies are random bytes) and one they do not.
+  const std::string& t = plain.never_continuation_text;
+  size_t at = 0;
+  while (at + 3 <= t.size() && !(std::isalnum(static_cast<unsigned char>(t[at])) && std::isalnum(static_cast<unsigned char>(t[at + 1])) &&
+                                 std::isalnum(static_cast<unsigned char>(t[at + 2]))))
+    ++at;
+  ASSERT_LE(at + 3, t.size()) << "no three letters or digits in a row in: " << t;
+  const std::string said = t.substr(at, 3), unsaid = "sk-never-said-0000";
+  opt.secrets = {unsaid, said};
+  const LeakageReport r = run_leakage(load_conversation(f), f, opt);
+  EXPECT_EQ(r.secrets, 2u);
+  EXPECT_EQ(r.never_secrets_found, std::vector<size_t>{2});
+  EXPECT_EQ(of(r, EvictPolicy::kExact).secrets_found, std::vector<size_t>{2}) << "exact == never (L5)";
+  EXPECT_EQ(r.never_continuation_text.find(said), std::string::npos) << r.never_continuation_text;
+  EXPECT_NE(r.never_continuation_text.find("[secret 2]"), std::string::npos) << r.never_continuation_text;
+  const std::string md = to_markdown({r}), j = to_json(r).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  EXPECT_NE(md.find("**secret 2**"), std::string::npos) << md;
+  EXPECT_EQ(md.find("secret 1"), std::string::npos) << "a secret no reply repeats is not listed";
+  EXPECT_EQ(j.find(unsaid), std::string::npos);
+  opt.secrets = {""};
+  EXPECT_THROW(run_leakage(load_conversation(f), f, opt), Error);
+  const auto cli = test::run_akv({"leakage", f, "--model", "tiny", "--tokens", "64", "--no-positions", "--secret", said});
+  EXPECT_EQ(cli.code, 0) << cli.err;
+  EXPECT_NE(cli.out.find("**secret 1**"), std::string::npos) << cli.out;
+}
+
+// L9: the SVG names what it measured (model, its hash or seed, akv's version), labels each
+// bar with its value and is as wide as its title.
+TEST(L9_LeakageCli, TheSvgNamesTheModelAndVersionAndLabelsTheBars) {
+  const std::string f = test::example("ja01_banking_bill_important_instructions.json");
+  const LeakageReport r = run_leakage(load_conversation(f), f, tiny_leakage(4));
+  const std::string svg = kl_svg({r});
+  EXPECT_NE(svg.find("model tiny (synthetic, seed 1), akv 0."), std::string::npos) << svg;
+  const std::string kl = fmt::format(">{:.3g}</text>", of(r, EvictPolicy::kKeep).kl);
+  EXPECT_NE(svg.find(kl), std::string::npos) << "keep's bar carries its value " << kl << "\n" << svg;
+  const size_t w = svg.find("width=\"");
+  ASSERT_NE(w, std::string::npos);
+  const std::string title = "KL(never-shown || policy) of the next-token distribution after the reply prompt";
+  EXPECT_GE(std::stod(svg.substr(w + 7)), 20 + title.size() * 14 * 0.62) << "the title fits";
 }

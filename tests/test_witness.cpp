@@ -49,45 +49,6 @@ std::string temp_file(const std::string& name, const std::string& text) {
   return path;
 }
 
-// A backend that breaks I1: a call of several tokens nudges the first token's layer-0 key
-// by one ulp, so its bits depend on how tokens were grouped into calls.
-class ChunkSensitive final : public test::WrappedReference {
- public:
-  explicit ChunkSensitive(std::shared_ptr<const Model> m) : WrappedReference(std::move(m), "chunk-sensitive") {}
-  void forward_rows(KVCache& c, std::span<const Token> t, RowList rows, std::span<float> l) override {
-    const size_t first = c.size();
-    inner_->forward_rows(c, t, rows, l);
-    if (t.size() > 1) c.k(0)[first * c.kv_dim()] = std::nextafter(c.k(0)[first * c.kv_dim()], INFINITY);
-  }
-};
-
-// An eviction that rebuilds the whole cache from position 0: after the session truncates the
-// cache, this backend truncates it to 0 and re-runs every earlier token with the new ones. The
-// bits are right (I1), and the session still reports |X| recomputed: only the cache's own
-// write record tells it from akv's eviction.
-class RebuildsFromZero final : public test::WrappedReference {
- public:
-  explicit RebuildsFromZero(std::shared_ptr<const Model> m) : WrappedReference(std::move(m), "rebuilds-from-zero") {}
-  void forward_rows(KVCache& c, std::span<const Token> t, RowList rows, std::span<float> l) override {
-    if (c.size() >= history_.size()) {
-      inner_->forward_rows(c, t, rows, l);
-      history_.insert(history_.end(), t.begin(), t.end());
-      return;
-    }
-    const size_t f = c.size();
-    history_.resize(f);
-    history_.insert(history_.end(), t.begin(), t.end());
-    std::vector<uint32_t> all_rows;
-    for (size_t j = 0; j < (rows.empty() ? t.size() : rows.size()); ++j)
-      all_rows.push_back(static_cast<uint32_t>(f + (rows.empty() ? j : rows[j])));
-    c.truncate(0);
-    inner_->forward_rows(c, history_, all_rows, l);
-  }
-
- private:
-  std::vector<Token> history_;  // the tokens of the cache's entries
-};
-
 }  // namespace
 
 class O5_WitnessPoisoned : public ::testing::TestWithParam<std::string> {};
@@ -180,7 +141,7 @@ TEST(O5_Witness, CatchesABackendThatBreaksInvariance) {
   // The witness's own control: a backend whose bits depend on chunking must fail it.
   const Conversation c = load_conversation(test::example("ad01_banking_ut0_gpt4omini.json"));
   const WitnessReport r = run_witness(c, tiny_options(), [](std::shared_ptr<const Model> m) {
-    return std::make_unique<ChunkSensitive>(std::move(m));
+    return std::make_unique<test::ChunkSensitive>(std::move(m));
   });
   EXPECT_FALSE(r.exact());
   EXPECT_FALSE(r.caches_identical);
@@ -208,7 +169,7 @@ TEST(O5_Witness, MeasuresThePrefixAndTheWritesOnTheCache) {
 TEST(O5_Witness, CatchesAnEvictionThatRebuildsFromZero) {
   const Conversation c = load_conversation(test::example("ad01_banking_ut0_gpt4omini.json"));
   const WitnessReport r = run_witness(c, tiny_options(), [](std::shared_ptr<const Model> m) {
-    return std::make_unique<RebuildsFromZero>(std::move(m));
+    return std::make_unique<test::RebuildsFromZero>(std::move(m));
   });
   ASSERT_GT(r.truncated_at, 0u);
   EXPECT_TRUE(r.exact()) << "the rebuild's bits are right (I1): only the measured writes can catch it";

@@ -19,6 +19,18 @@
 namespace akv {
 
 namespace {
+// L10: the 1-based numbers of the secrets found (substring) in `text`, each occurrence then
+// shown in `text` as "[secret N]".
+std::vector<size_t> secrets_in(const std::vector<std::string>& secrets, std::string& text) {
+  std::vector<size_t> out;
+  for (size_t i = 0; i < secrets.size(); ++i) {
+    if (text.find(secrets[i]) == std::string::npos) continue;
+    out.push_back(i + 1);
+    const std::string label = fmt::format("[secret {}]", i + 1);
+    for (size_t at = 0; (at = text.find(secrets[i], at)) != std::string::npos; at += label.size()) text.replace(at, secrets[i].size(), label);
+  }
+  return out;
+}
 using Clock = std::chrono::steady_clock;
 double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
 
@@ -93,6 +105,8 @@ bool LeakageReport::exact_ok() const {
 
 LeakageReport run_leakage(const Conversation& conv, const std::string& file, const LeakageOptions& opt) {
   const std::vector<size_t> evicted = checked_evict_indexes(conv, opt.evict);
+  for (size_t i = 0; i < opt.secrets.size(); ++i)
+    if (opt.secrets[i].empty()) throw Error(ErrorCode::kBadInput, fmt::format("--secret {}: the string is empty", i + 1));
   if (opt.policies.empty()) throw Error(ErrorCode::kBadInput, "--policies: no policy");
   const LoadedModel lm = load_model(opt.model, opt.seed);
   const EncodedConversation enc = lm.encoder->encode(conv);
@@ -115,6 +129,7 @@ LeakageReport run_leakage(const Conversation& conv, const std::string& file, con
   r.evicted = evicted;
   r.messages = conv.messages.size();
   r.candidates = leak_candidates(conv, evicted);
+  r.secrets = opt.secrets.size();
   const std::set<size_t> doomed(evicted.begin(), evicted.end());
 
   Session poisoned(*backend);
@@ -135,6 +150,7 @@ LeakageReport run_leakage(const Conversation& conv, const std::string& file, con
   r.never_continuation.assign(nr.continuation.begin(), nr.continuation.end());
   r.never_continuation_text = lm.encoder->render(nr.continuation);
   r.never_found = found_in(r.candidates, r.never_continuation_text);
+  r.never_secrets_found = secrets_in(opt.secrets, r.never_continuation_text);
 
   const std::vector<SpanId> ids(evicted.begin(), evicted.end());
   for (EvictPolicy pol : opt.policies) {
@@ -165,6 +181,7 @@ LeakageReport run_leakage(const Conversation& conv, const std::string& file, con
         break;
       }
     pr.found = found_in(r.candidates, pr.continuation_text);
+    pr.secrets_found = secrets_in(opt.secrets, pr.continuation_text);
     r.policies.push_back(std::move(pr));
   }
 

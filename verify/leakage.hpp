@@ -23,6 +23,9 @@ struct LeakageOptions {
   size_t continuation = 64;        // greedy tokens decoded per session
   std::vector<size_t> evict;       // message indexes; empty: the conversation's "poisoned" list
   bool positions = true;           // also measure the cost of evicting the start, middle, end message
+  /// L10: strings the caller knows are secret (an expired API key): searched for in every
+  /// continuation, reported by number ("secret 1"), never repeated in a report.
+  std::vector<std::string> secrets;
 };
 
 /// One policy against never-shown (L9).
@@ -38,6 +41,7 @@ struct PolicyResult {
   std::string continuation_text;
   int64_t first_diff = -1;       // first index where the continuation differs from never's; -1: none
   std::vector<std::string> found;  // injected strings in continuation_text
+  std::vector<size_t> secrets_found;  // L10: 1-based numbers of the secrets in continuation_text
   bool prefix_untouched = false;   // L8: K/V bytes of [0, truncated_at) unchanged
   size_t truncated_at = 0, tokens_evicted = 0, tokens_recomputed = 0;
   double ms_evict = 0;
@@ -64,6 +68,8 @@ struct LeakageReport {
   std::vector<int32_t> never_continuation;
   std::string never_continuation_text;
   std::vector<std::string> never_found;  // the control: injected strings never-shown produces
+  size_t secrets = 0;                    // L10: how many secrets were searched for
+  std::vector<size_t> never_secrets_found;
   double ms_build_poisoned = 0, ms_build_never = 0;  // ms_build_never: the full rebuild
   std::vector<PolicyResult> policies;
   std::vector<CostResult> costs;  // start, middle, end x policies (opt.positions)
@@ -74,7 +80,8 @@ struct LeakageReport {
 /// Measures `conv` (read from `file`, for the report). Throws Error(kBadInput) when there is
 /// nothing to evict, an index is out of range or repeated, or every message would be evicted;
 /// kContextOverflow when the conversation plus prompt plus continuation does not fit;
-/// kUnknownModel / kUnknownBackend / kBackendUnavailable as the witness does.
+/// kUnknownModel / kUnknownBackend / kBackendUnavailable as the witness does; kBadInput for an
+/// empty secret.
 LeakageReport run_leakage(const Conversation& conv, const std::string& file, const LeakageOptions& opt);
 
 /// L9's numbers of two next-token logit rows p (never) and q (policy), (vocab,) each.

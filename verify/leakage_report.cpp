@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "verify/json_number.hpp"
+#include "verify/provenance.hpp"
 #include "verify/svg_bars.hpp"
 
 namespace akv {
@@ -18,6 +19,15 @@ std::string joined(const std::vector<std::string>& v, size_t max = 4) {
   for (size_t i = 0; i < v.size() && i < max; ++i) s += (i ? ", " : "") + ("`" + v[i] + "`");
   if (v.size() > max) s += fmt::format(" +{}", v.size() - max);
   return s;
+}
+
+// The strings cell: the caller's secrets first, by number (L10: never the string), then the
+// injected strings found.
+std::string found_cell(const std::vector<std::string>& found, const std::vector<size_t>& secrets) {
+  std::string s;
+  for (size_t n : secrets) s += fmt::format("{}**secret {}**", s.empty() ? "" : ", ", n);
+  if (found.empty()) return s.empty() ? "-" : s;
+  return s.empty() ? joined(found) : s + ", " + joined(found);
 }
 
 std::string kl_text(double kl) { return kl == 0 ? "0" : fmt::format("{:.3g}", kl); }
@@ -37,6 +47,7 @@ nlohmann::json to_json(const LeakageReport& r) {
                     {"continuation", p.continuation},
                     {"continuation_text", p.continuation_text},
                     {"found", p.found},
+                    {"secrets_found", p.secrets_found},
                     {"prefix_untouched", p.prefix_untouched},
                     {"truncated_at", p.truncated_at},
                     {"tokens_evicted", p.tokens_evicted},
@@ -66,6 +77,8 @@ nlohmann::json to_json(const LeakageReport& r) {
           {"never_continuation", r.never_continuation},
           {"never_continuation_text", r.never_continuation_text},
           {"never_found", r.never_found},
+          {"secrets", r.secrets},
+          {"never_secrets_found", r.never_secrets_found},
           {"ms_build_poisoned", r.ms_build_poisoned},
           {"ms_build_never", r.ms_build_never},
           {"exact_ok", r.exact_ok()},
@@ -84,7 +97,8 @@ std::string to_markdown(const std::vector<LeakageReport>& reports) {
       s += fmt::format("| {} | {} ({}) | {} | {:.4g} | {} | {} | {} | {} | {} ({}) | {} / {} | {:.1f} ({:.0f}) |\n", base(r.file), ev,
                        r.tokens_poisoned - r.tokens_never, policy_name(p.policy), p.max_abs, kl_text(p.kl),
                        p.top1_agree ? "yes" : "no", p.rank_of_never_top, p.first_diff < 0 ? "none" : std::to_string(p.first_diff),
-                       joined(p.found), joined(r.never_found), p.tokens_recomputed, r.tokens_never, p.ms_evict,
+                       found_cell(p.found, p.secrets_found), found_cell(r.never_found, r.never_secrets_found),
+                       p.tokens_recomputed, r.tokens_never, p.ms_evict,
                        r.ms_build_never);
     }
   bool any = false;
@@ -122,8 +136,14 @@ std::string kl_svg(const std::vector<LeakageReport>& reports) {
       it->values[groups.size() - 1] = p.kl;
     }
   }
-  const std::string model = reports.empty() ? "" : reports[0].model;
-  return svg_grouped_bars_log("KL(never-shown || policy) of the next-token distribution after the reply prompt, " + model,
+  std::string sub = fmt::format("akv {} (commit {})", akv_version(), akv_commit().substr(0, 12));
+  if (!reports.empty()) {
+    const LeakageReport& r = reports[0];
+    const bool synthetic = r.model_source.rfind("synthetic", 0) == 0;
+    sub = fmt::format("model {} ({}), {}", r.model,
+                      synthetic ? r.model_source : "sha256 " + file_or_folder_sha256(r.model_source).substr(0, 16), sub);
+  }
+  return svg_grouped_bars_log("KL(never-shown || policy) of the next-token distribution after the reply prompt", sub,
                               "KL (nats, log scale; 0 = bitwise identical)", groups, series);
 }
 

@@ -72,6 +72,35 @@ T get(const nlohmann::json& o, const char* key) {
   }
 }
 
+// O10: a redaction is recorded without its string (a witness file never repeats a secret).
+nlohmann::json redactions_json(const std::vector<RedactionCount>& counts) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const RedactionCount& c : counts) a.push_back({{"message", c.message}, {"bytes", c.bytes}});
+  return a;
+}
+
+// The redactions `given` to akv verify, checked against those the file records: the same
+// messages and byte lengths, in order (the digests then say whether the strings were the same).
+std::vector<Redaction> checked_redactions(const nlohmann::json& o, const std::vector<Redaction>& given) {
+  const nlohmann::json rec = o.contains("redact") ? o["redact"] : nlohmann::json::array();
+  if (!rec.is_array()) throw Error(ErrorCode::kBadInput, "provenance.options: 'redact' has the wrong type");
+  std::string want;
+  for (const auto& e : rec) {
+    if (!e.is_object() || !e.contains("message") || !e.contains("bytes") || !e["message"].is_number_unsigned() ||
+        !e["bytes"].is_number_unsigned())
+      throw Error(ErrorCode::kBadInput, "provenance.options: 'redact' entries need an unsigned 'message' and 'bytes'");
+    want += fmt::format("{}--redact {}:STRING ({} bytes)", want.empty() ? "" : " ", e["message"].get<size_t>(), e["bytes"].get<size_t>());
+  }
+  bool same = rec.size() == given.size();
+  for (size_t i = 0; same && i < given.size(); ++i)
+    same = rec[i]["message"].get<size_t>() == given[i].message && rec[i]["bytes"].get<size_t>() == given[i].text.size();
+  if (!same)
+    throw Error(ErrorCode::kBadInput,
+                rec.empty() ? std::string("--redact: the witness redacted nothing")
+                            : "the witness redacted strings it does not keep: give them again, in order: " + want);
+  return given;
+}
+
 }  // namespace
 
 nlohmann::json witness_provenance(const std::string& file, const WitnessOptions& opt, const WitnessReport& r) {
@@ -85,6 +114,7 @@ nlohmann::json witness_provenance(const std::string& file, const WitnessOptions&
         {"sha256", synthetic ? nlohmann::json(nullptr) : nlohmann::json(file_or_folder_sha256(r.model_source))}}},
       {"options",
        {{"evict", r.evicted},
+        {"redact", redactions_json(r.redacted)},
         {"model", opt.model},
         {"seed", opt.seed},
         {"backend", opt.backend},
@@ -101,10 +131,11 @@ nlohmann::json witness_provenance(const std::string& file, const WitnessOptions&
   };
 }
 
-WitnessOptions options_from_provenance(const nlohmann::json& o) {
+WitnessOptions options_from_provenance(const nlohmann::json& o, const std::vector<Redaction>& redact) {
   if (!o.is_object()) throw Error(ErrorCode::kBadInput, "provenance.options: expected an object");
   WitnessOptions w;
   w.evict = get<std::vector<size_t>>(o, "evict");
+  w.redact = checked_redactions(o, redact);
   w.model = get<std::string>(o, "model");
   w.seed = get<uint64_t>(o, "seed");
   w.backend = get<std::string>(o, "backend");
@@ -121,7 +152,7 @@ WitnessOptions options_from_provenance(const nlohmann::json& o) {
   return w;
 }
 
-VerifyReport verify_witness(const nlohmann::json& j, const std::string& input_override) {
+VerifyReport verify_witness(const nlohmann::json& j, const std::string& input_override, const std::vector<Redaction>& redact) {
   if (!j.is_object() || !j.contains("provenance") || !j["provenance"].is_object())
     throw Error(ErrorCode::kBadInput, "not a witness file: no \"provenance\" object (write one with akv witness --out FILE)");
   const nlohmann::json& p = j["provenance"];
@@ -138,7 +169,7 @@ VerifyReport verify_witness(const nlohmann::json& j, const std::string& input_ov
   const std::string input = input_override.empty() ? p["input"].value("path", "") : input_override;
   if (input.empty()) throw Error(ErrorCode::kBadInput, "provenance.input: no path");
   line("input sha256", p["input"].value("sha256", ""), file_or_folder_sha256(input));
-  const WitnessOptions opt = options_from_provenance(p["options"]);
+  const WitnessOptions opt = options_from_provenance(p["options"], redact);
   const WitnessReport r = run_witness(load_conversation(input), opt);
   if (p["model"].contains("sha256") && p["model"]["sha256"].is_string())
     line("model sha256", p["model"]["sha256"].get<std::string>(), file_or_folder_sha256(r.model_source));

@@ -24,9 +24,11 @@ std::string file_or_folder_sha256(const std::string& path);
 /// "options" (every WitnessOptions field, typed), "machine" {cpu, isa}, "created" (UTC, ISO 8601).
 nlohmann::json witness_provenance(const std::string& file, const WitnessOptions& opt, const WitnessReport& r);
 
-/// The WitnessOptions a provenance block's "options" name. Error(kBadInput) naming the key
-/// when one is missing or of the wrong type.
-WitnessOptions options_from_provenance(const nlohmann::json& options);
+/// The WitnessOptions a provenance block's "options" name, with `redact` (O10: the file keeps
+/// each redaction's message and length, never its string) as its redactions. Error(kBadInput)
+/// naming the key when one is missing or of the wrong type, or when `redact` does not match
+/// the recorded messages and lengths (the message says which --redact to give).
+WitnessOptions options_from_provenance(const nlohmann::json& options, const std::vector<Redaction>& redact = {});
 
 /// The outcome of `akv verify` (O9): each digest of the file against the re-run's.
 struct VerifyReport {
@@ -36,8 +38,10 @@ struct VerifyReport {
 };
 
 /// Re-runs the witness a file written by `akv witness --out` records and compares every digest
-/// (`input` overrides the recorded input path). Error(kBadInput) for a file that is not such a
-/// witness, or whose input cannot be read.
-VerifyReport verify_witness(const nlohmann::json& witness, const std::string& input = "");
+/// (`input` overrides the recorded input path; `redact` gives back the strings of a redaction,
+/// which the file does not keep). Error(kBadInput) for a file that is not such a witness, whose
+/// input cannot be read, or whose redactions `redact` does not match.
+VerifyReport verify_witness(const nlohmann::json& witness, const std::string& input = "",
+                            const std::vector<Redaction>& redact = {});
 
 }  // namespace akv

@@ -110,10 +110,16 @@ void check_never_shown_rendering(const ChatEncoder& encoder, const Conversation&
                           doomed.size() > 1 ? "them" : "it"));
 }
 
-void build_session(Session& s, const EncodedConversation& enc, const std::set<size_t>& skip, LogitRows rows) {
+void build_session(Session& s, const EncodedConversation& enc, const std::set<size_t>& skip, LogitRows rows,
+                   const WitnessProgress& progress, const std::string& phase) {
+  const size_t total = flat_tokens(enc, skip).size();
   if (!enc.preamble.empty()) s.append(kPreambleSpan, enc.preamble, rows);
-  for (size_t i = 0; i < enc.spans.size(); ++i)
-    if (!skip.count(i)) s.append(i, enc.spans[i], rows);
+  for (size_t i = 0; i < enc.spans.size(); ++i) {
+    if (skip.count(i)) continue;
+    if (progress) progress(phase, s.size(), total);
+    s.append(i, enc.spans[i], rows);
+  }
+  if (progress) progress(phase, total, total);
 }
 
 namespace {
@@ -166,21 +172,66 @@ std::string replay_non_finite(const std::shared_ptr<const Model>& m, const std::
 std::vector<uint64_t> serials(const KVCache& c, size_t n) {
   return {c.write_serials().begin(), c.write_serials().begin() + static_cast<std::ptrdiff_t>(n)};
 }
+
+// What the witness does to the poisoned session and what it compares it with: an eviction
+// (O3: the doomed messages; never-shown = the other spans) or a redaction (O10: the edited
+// messages re-encoded; never-shown = the edited conversation's rendering).
+struct Plan {
+  std::set<size_t> doomed;          // evicted message indexes (empty for a redaction)
+  std::vector<SpanEdit> edits;      // O10's edited spans, ascending
+  std::vector<RedactionCount> counts;
+  EncodedConversation never;        // what the never-shown run appends, less `never_skip`
+  std::set<size_t> never_skip;
+};
+
+Plan plan_redaction(const Conversation& conv, const WitnessOptions& opt, const ChatEncoder& encoder,
+                    const EncodedConversation& enc) {
+  if (!opt.evict.empty()) throw Error(ErrorCode::kBadInput, "--redact excludes --evict: one edit per witness");
+  if (opt.policy != EvictPolicy::kExact)
+    throw Error(ErrorCode::kBadInput, fmt::format("--redact: only the exact policy re-runs a message (not {})", policy_name(opt.policy)));
+  Plan p;
+  p.never = encoder.encode(redacted(conv, opt.redact, &p.counts));
+  std::set<size_t> edited;
+  for (const Redaction& r : opt.redact) edited.insert(r.message);
+  bool same = p.never.preamble == enc.preamble && p.never.spans.size() == enc.spans.size();
+  for (size_t i = 0; same && i < enc.spans.size(); ++i) same = edited.count(i) || p.never.spans[i] == enc.spans[i];
+  if (!same)
+    throw Error(ErrorCode::kBadInput, "--redact: without the string the chat template renders other messages differently too, "
+                                      "so re-running the edited message is not the never-shown run (spec/operations.md O10)");
+  for (size_t i : edited) {
+    if (p.never.spans[i].empty())
+      throw Error(ErrorCode::kBadInput, fmt::format("--redact {}: without the string message {} has no tokens; evict it instead", i, i));
+    p.edits.push_back({i, p.never.spans[i]});
+  }
+  return p;
+}
+
+Plan plan_eviction(const Conversation& conv, const WitnessOptions& opt, const ChatEncoder& encoder, const EncodedConversation& enc) {
+  const std::vector<size_t> evicted = checked_evict_indexes(conv, opt.evict);
+  Plan p;
+  p.doomed = {evicted.begin(), evicted.end()};
+  check_never_shown_rendering(encoder, conv, enc, p.doomed);
+  p.never = enc;
+  p.never_skip = p.doomed;
+  return p;
+}
 }  // namespace
 
 WitnessReport run_witness(const Conversation& conv, const WitnessOptions& opt, const BackendFactory& make,
                           const BackendFactory& make_cross) {
-  const std::vector<size_t> evicted = checked_evict_indexes(conv, opt.evict);
-  const std::set<size_t> doomed(evicted.begin(), evicted.end());
-
+  // Bad input is refused before the model loads.
+  if (opt.redact.empty()) (void)checked_evict_indexes(conv, opt.evict);
+  else if (opt.evict.empty() && opt.policy == EvictPolicy::kExact) (void)redacted(conv, opt.redact);
   const LoadedModel lm = load_model(opt.model, opt.seed);
   const auto& model = lm.model;
   const EncodedConversation enc = lm.encoder->encode(conv);
-  check_never_shown_rendering(*lm.encoder, conv, enc, doomed);
+  const Plan plan = opt.redact.empty() ? plan_eviction(conv, opt, *lm.encoder, enc) : plan_redaction(conv, opt, *lm.encoder, enc);
+  const std::set<size_t>& doomed = plan.doomed;
   const size_t total = enc.tokens();
-  if (total > static_cast<size_t>(model->config.max_ctx))
-    throw Error(ErrorCode::kContextOverflow, fmt::format("conversation is {} tokens, more than model '{}' holds ({})", total,
-                                                         lm.name, model->config.max_ctx));
+  for (const size_t n : {total, plan.never.tokens()})
+    if (n > static_cast<size_t>(model->config.max_ctx))
+      throw Error(ErrorCode::kContextOverflow, fmt::format("conversation is {} tokens, more than model '{}' holds ({})", n,
+                                                           lm.name, model->config.max_ctx));
   auto backend_p = make(model);
   auto backend_n = make(model);
 
@@ -194,14 +245,15 @@ WitnessReport run_witness(const Conversation& conv, const WitnessOptions& opt, c
   r.backend = desc.name;
   r.isa = describe_isa_threads(desc);
   r.seed = opt.seed;
-  r.evicted = evicted;
+  r.evicted.assign(doomed.begin(), doomed.end());
+  r.redacted = plan.counts;
   r.messages = conv.messages.size();
   r.ignored_fields = conv.ignored;
 
   // The poisoned session, message by message: span id = message index.
   Session poisoned(*backend_p);
   auto t0 = Clock::now();
-  build_session(poisoned, enc, {}, opt.logit_rows);
+  build_session(poisoned, enc, {}, opt.logit_rows, opt.progress, "poisoned run");
   r.ms_build_poisoned = ms_since(t0);
   r.tokens_poisoned = poisoned.size();
   const std::vector<float> poison_logits(poisoned.logits().begin(), poisoned.logits().end());
@@ -209,17 +261,25 @@ WitnessReport run_witness(const Conversation& conv, const WitnessOptions& opt, c
   // E3/E4 measured on the cache itself: its bytes and write serials of [0, f) and its write
   // counter, read before and after the eviction. The session's statistics are only reported.
   const std::vector<SpanId> ids(r.evicted.begin(), r.evicted.end());
-  const Cut cut = cut_of(enc, doomed);
+  std::set<size_t> edited;
+  for (const SpanEdit& e : plan.edits) edited.insert(e.id), r.tokens_inserted += e.tokens.size();
+  const Cut cut = cut_of(enc, plan.edits.empty() ? doomed : edited);
   r.truncated_at = cut.first;
   r.tokens_evicted = cut.evicted;
   r.tokens_survivors = total - cut.first - cut.evicted;
-  r.writes_expected = opt.policy == EvictPolicy::kExact ? r.tokens_survivors : opt.policy == EvictPolicy::kKShift ? cut.shifted : 0;
+  // What the operation may write: O3 the survivors, O10 the edited spans' new tokens and the
+  // survivors, L4 the entries each shift moves, L2/L3 nothing.
+  r.writes_expected = opt.policy == EvictPolicy::kExact ? r.tokens_survivors + r.tokens_inserted
+                      : opt.policy == EvictPolicy::kKShift ? cut.shifted
+                                                          : 0;
   const KVCache& cache = poisoned.cache();
   const std::string prefix_before = cache_prefix_sha256(cache, cut.first);
   const std::vector<uint64_t> serials_before = serials(cache, cut.first);
   const uint64_t written_before = cache.entries_written();
   t0 = Clock::now();
-  const EvictStats st = poisoned.evict(ids, opt.policy);
+  if (opt.progress) opt.progress("eviction", 0, r.writes_expected);
+  const EvictStats st = plan.edits.empty() ? poisoned.evict(ids, opt.policy) : poisoned.replace(plan.edits);
+  if (opt.progress) opt.progress("eviction", r.writes_expected, r.writes_expected);
   r.ms_evict = ms_since(t0);
   r.tokens_recomputed = static_cast<size_t>(cache.entries_written() - written_before);
   r.session_reported_recomputed = st.tokens_recomputed;
@@ -233,7 +293,7 @@ WitnessReport run_witness(const Conversation& conv, const WitnessOptions& opt, c
   // The never-shown session.
   Session never(*backend_n);
   t0 = Clock::now();
-  build_session(never, enc, doomed, opt.logit_rows);
+  build_session(never, plan.never, plan.never_skip, opt.logit_rows, opt.progress, "never-shown run");
   r.ms_build_never = ms_since(t0);
   r.tokens_never = never.size();
   const std::vector<float> never_last(never.logits().begin(), never.logits().end());
@@ -259,7 +319,7 @@ WitnessReport run_witness(const Conversation& conv, const WitnessOptions& opt, c
   r.caches_identical = r.cache_sha256_evicted == r.cache_sha256_never && poisoned.size() == never.size();
 
   // A5: a NaN or an Inf anywhere makes the comparison empty; say where it first appears.
-  const std::vector<Token> all = flat_tokens(enc, {}), kept = flat_tokens(enc, doomed);
+  const std::vector<Token> all = flat_tokens(enc, {}), kept = flat_tokens(plan.never, plan.never_skip);
   const struct {
     const char* run;
     std::span<const float> logits;
@@ -292,7 +352,7 @@ WitnessReport run_witness(const Conversation& conv, const WitnessOptions& opt, c
     r.cross_config = describe_isa_threads(dc) + ", scratch NaN";
     Session cross(*backend_c);
     t0 = Clock::now();
-    build_session(cross, enc, doomed, opt.logit_rows);
+    build_session(cross, plan.never, plan.never_skip, opt.logit_rows, opt.progress, "never-shown run again");
     r.ms_build_cross = ms_since(t0);
     const Diff d = compare(never_last, cross.logits());
     const bool caches = cache_sha256(cross.cache()) == never_cache_sha && cross.size() == never_size;
@@ -308,6 +368,29 @@ WitnessReport run_witness(const Conversation& conv, const WitnessOptions& opt, c
   return r;
 }
 
+namespace {
+nlohmann::json redaction_json(const std::vector<RedactionCount>& counts) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const RedactionCount& c : counts) a.push_back({{"message", c.message}, {"bytes", c.bytes}, {"occurrences", c.occurrences}});
+  return a;
+}
+
+// The report's first line's edit: "evicting message(s) 3,5 (40 tokens)" or the redactions,
+// which never show the string.
+std::string edit_line(const WitnessReport& r) {
+  if (r.redacted.empty()) {
+    std::string ev;
+    for (size_t i : r.evicted) ev += (ev.empty() ? "" : ",") + std::to_string(i);
+    return fmt::format("evicting message(s) {} ({} tokens)", ev, r.tokens_evicted);
+  }
+  std::string what;
+  for (const RedactionCount& c : r.redacted)
+    what += fmt::format("{}message {}: {} bytes x {}", what.empty() ? "" : "; ", c.message, c.bytes, c.occurrences);
+  return fmt::format("redacting {} string(s), not shown ({}); the edited message(s) go from {} to {} tokens", r.redacted.size(),
+                     what, r.tokens_evicted, r.tokens_inserted);
+}
+}  // namespace
+
 nlohmann::json to_json(const WitnessReport& r) {
   return {
       {"model", r.model},
@@ -321,6 +404,8 @@ nlohmann::json to_json(const WitnessReport& r) {
       {"seed", r.seed},
       {"messages", r.messages},
       {"evicted", r.evicted},
+      {"redacted", redaction_json(r.redacted)},
+      {"tokens_inserted", r.tokens_inserted},
       {"exact", r.exact()},
       {"passed", r.passed()},
       {"evict_vs_never_max_abs", json_number(r.evict_vs_never_max_abs)},
@@ -358,12 +443,10 @@ nlohmann::json to_json(const WitnessReport& r) {
 }
 
 std::string to_text(const WitnessReport& r) {
-  std::string ev;
-  for (size_t i : r.evicted) ev += (ev.empty() ? "" : ",") + std::to_string(i);
   std::string s;
   const std::string src = r.model_source.rfind("synthetic", 0) == 0 ? fmt::format("seed {}", r.seed) : r.model_source;
-  s += fmt::format("model {} ({}), backend {}{}: {} messages, {} tokens; evicting message(s) {} ({} tokens)\n", r.model, src,
-                   r.backend, r.isa.empty() ? "" : " (" + r.isa + ")", r.messages, r.tokens_poisoned, ev, r.tokens_evicted);
+  s += fmt::format("model {} ({}), backend {}{}: {} messages, {} tokens; {}\n", r.model, src, r.backend,
+                   r.isa.empty() ? "" : " (" + r.isa + ")", r.messages, r.tokens_poisoned, edit_line(r));
   if (r.policy != "exact")
     s += fmt::format("  policy {} (spec/leakage.md): compared after both read the {}-token reply prompt\n", r.policy,
                      r.tokens_probe);
@@ -408,11 +491,14 @@ std::string to_text(const WitnessReport& r) {
     s += "  ignored (never reach a model): " + list + "\n";
   }
   if (r.passed())
-    return s + (r.same_config ? "PASS (one configuration): evict == never, bit for bit; prefix untouched; only the survivors recomputed\n"
-                              : "PASS: evict == never, bit for bit, under two configurations; prefix untouched; only the survivors recomputed\n");
+    return s + fmt::format("PASS{}: {} == never, bit for bit{}; prefix untouched; only {} recomputed\n",
+                           r.same_config ? " (one configuration)" : "", r.redacted.empty() ? "evict" : "redact",
+                           r.same_config ? "" : ", under two configurations",
+                           r.redacted.empty() ? "the survivors" : "the edited message(s) and the survivors");
   std::string why;
   if (!r.non_finite.empty()) why += "a NaN or an Inf reached the comparison, which then compares nothing (A5)";
-  else if (!r.exact()) why += fmt::format("evict != never{}", r.policy == "exact" ? "" : " (policy " + r.policy + ")");
+  else if (!r.exact())
+    why += fmt::format("{} != never{}", r.redacted.empty() ? "evict" : "redact", r.policy == "exact" ? "" : " (policy " + r.policy + ")");
   if (r.non_finite.empty() && !r.control_moved)
     why += std::string(why.empty() ? "" : "; ") + "the control did not move: the evicted span(s) left the logits as they were, so "
                                                  "evict == never proves nothing about them (E2)";

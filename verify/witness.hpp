@@ -16,8 +16,11 @@
 #include "reference/session.hpp"
 #include "reference/policy.hpp"
 #include "verify/backends.hpp"
+#include "verify/redact.hpp"
 
 namespace akv {
+
+using WitnessProgress = std::function<void(const std::string& phase, size_t done, size_t total)>;
 
 struct WitnessOptions {
   std::string model = "smollm2";  // a name or path load_model (verify/models.hpp) resolves: the real model by default (synthetic ones only when named)
@@ -25,6 +28,10 @@ struct WitnessOptions {
   std::string backend = "cpu";  // the default since the cpu backend passes the suite (issue 5)
   BackendOptions backend_options;  // the cpu backend's ISA and threads
   std::vector<size_t> evict;  // message indexes; empty: the conversation's "poisoned" list
+  /// O10: strings removed from inside messages instead of an eviction (exact policy only; not
+  /// with `evict`): the edited messages are re-run from their start, the never-shown run is the
+  /// conversation rendered without the strings.
+  std::vector<Redaction> redact;
   /// How the spans are removed (spec/leakage.md L1): akv's exact eviction, or an approximation
   /// run beside it for comparison. A non-exact policy leaves stale logits, so both sessions
   /// then append the reply prompt (L9) and its logits are compared; the witness reports how
@@ -42,6 +49,10 @@ struct WitnessOptions {
   /// The second configuration's threads and ISA; 0 / "": chosen by cross_config_options().
   int cross_threads = 0;
   std::string cross_isa;
+  /// Called (when set) as each phase advances: its name ("poisoned run", "eviction",
+  /// "never-shown run", "never-shown run again"), tokens done and the phase's total. Not an
+  /// option of the run: no result depends on it and the provenance block does not record it.
+  WitnessProgress progress;
 };
 
 /// The second configuration of the witness (O5) for `backend` run as `first`: for cpu, another
@@ -63,7 +74,9 @@ struct WitnessReport {
   size_t tokens_preamble = 0;   // template tokens before message 0 (span kPreambleSpan)
   std::string isa;              // the backend's ISA and threads, from Backend::describe() ("avx2, 2 threads")
   uint64_t seed = 0;
-  std::vector<size_t> evicted;  // message indexes, ascending
+  std::vector<size_t> evicted;  // message indexes, ascending (a redaction: the edited messages)
+  std::vector<RedactionCount> redacted;  // O10: what each redaction removed (never the string)
+  size_t tokens_inserted = 0;   // O10: the edited messages' tokens after the redaction
   size_t messages = 0;
   size_t tokens_poisoned = 0;   // cache size with every message
   size_t tokens_never = 0;      // cache size without the evicted ones = a full rebuild's work
@@ -122,9 +135,10 @@ void check_never_shown_rendering(const ChatEncoder& encoder, const Conversation&
 
 /// Appends `enc` to `s` as the witness does: the preamble (span kPreambleSpan), then every
 /// message whose index is not in `skip` (span id = index), logits of each span's last row only
-/// (or of every row: `rows`).
+/// (or of every row: `rows`). `progress` (may be empty) is called after each span with
+/// `phase`, the tokens appended and their total.
 void build_session(Session& s, const EncodedConversation& enc, const std::set<size_t>& skip = {},
-                   LogitRows rows = LogitRows::kLast);
+                   LogitRows rows = LogitRows::kLast, const WitnessProgress& progress = {}, const std::string& phase = "");
 
 /// Runs the witness. Throws Error(kBadInput) when there is nothing to evict, an index is
 /// out of range or repeated, or every message would be evicted; kInvalidToken for a raw
