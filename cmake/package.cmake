@@ -5,7 +5,7 @@ include(CMakePackageConfigHelpers)
 
 install(TARGETS akv EXPORT akvTargets RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(TARGETS akv_kernels EXPORT akvTargets)
-install(FILES ${PROJECT_SOURCE_DIR}/include/akv/kernels.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/akv)
+install(FILES ${PROJECT_SOURCE_DIR}/include/akv/kernels.h ${PROJECT_SOURCE_DIR}/include/akv/exp.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/akv)
 
 set(AKV_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/akv)
 install(EXPORT akvTargets NAMESPACE akv:: DESTINATION ${AKV_CMAKE_DIR})

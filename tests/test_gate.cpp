@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -14,12 +15,16 @@
 #include "cli_support.hpp"
 #include "optimized/composed/plugin.hpp"
 #include "optimized/cpu/c_kernels.hpp"
+#include "optimized/cpu/kernels.hpp"
 #include "optimized/cuda/emu/c_kernels.hpp"
 #include "reference/c_kernels.hpp"
 #include "reference/error.hpp"
 #include "reference/ops.hpp"
 #include "verify/gate/gate.hpp"
 #include "verify/gate/op_props.hpp"
+#include "verify/gate/shapes.hpp"
+
+#include <akv/exp.h>
 
 namespace akv {
 namespace {
@@ -165,6 +170,29 @@ TEST(GT2_GateInvariance, SplitKThatFollowsMFailsRows) {
   EXPECT_EQ(check("GT3.matmul.bound", t).result, "pass");
 }
 
+// Split-K from a prefill size on (M >= 64): k in two halves, as a GEMM parallel over k.
+void matmul_split_from_64(void* ctx, float* Y, size_t ldy, const float* X, size_t ldx, int32_t M, const float* W,
+                          const void* p, int32_t n, int32_t d, float* s) {
+  if (M < 64) return reference_kernels()->matmul(ctx, Y, ldy, X, ldx, M, W, p, n, d, s);
+  for (int32_t m = 0; m < M; ++m)
+    for (int32_t j = 0; j < d; ++j) {
+      float a = 0, b = 0;
+      for (int32_t k = 0; k < n / 2; ++k) a += X[m * ldx + k] * W[static_cast<size_t>(j) * n + k];
+      for (int32_t k = n / 2; k < n; ++k) b += X[m * ldx + k] * W[static_cast<size_t>(j) * n + k];
+      Y[m * ldy + j] = a + b;
+    }
+}
+
+TEST(GT2_GateInvariance, SplitKFromAPrefillSizeFailsRowsAtEverySeed) {
+  akv_kernels* t = variant("split-from-64");
+  t->matmul = matmul_split_from_64;
+  for (uint64_t seed = 1; seed <= 5; ++seed) {
+    gate::Options o = opts(100);
+    o.seed = seed;
+    EXPECT_EQ(gate::run_check("GT2.matmul.rows", set_of(t), o).result, "fail") << "seed " << seed;
+  }
+}
+
 TEST(GT2_GateInvariance, ThreadOrderedReductionFailsThreads) {
   akv_kernels* t = variant("by-threads");
   t->matmul = matmul_by_threads;
@@ -210,6 +238,101 @@ void matmul_short(void*, float* Y, size_t ldy, const float* X, size_t ldx, int32
                   int32_t n, int32_t d, float*) {
   for (int32_t m = 0; m < M; ++m) ref::matmul(Y + m * ldy, X + m * ldx, W, n - 1 > 0 ? n - 1 : n, d);
   (void)W;
+}
+
+// RMSNorm's mean as ss * (1/n): one multiply per row for a divide; within 2 B2, other bits.
+void rmsnorm_reciprocal_mean(void*, float* out, const float* x, const float* w, int32_t M, int32_t n, float eps) {
+  const float inv_n = 1.0f / static_cast<float>(n);
+  for (int32_t m = 0; m < M; ++m) {
+    const float* r = x + static_cast<size_t>(m) * n;
+    float ss = 0;
+    for (int32_t j = 0; j < n; ++j) ss = ss + r[j] * r[j];
+    const float inv = 1.0f / std::sqrt(ss * inv_n + eps);
+    for (int32_t j = 0; j < n; ++j) out[static_cast<size_t>(m) * n + j] = (r[j] * inv) * w[j];
+  }
+}
+
+// RMSNorm with ss summed in 8 lanes then added pairwise: another order, allowed (B2).
+void rmsnorm_lanes(void*, float* out, const float* x, const float* w, int32_t M, int32_t n, float eps) {
+  for (int32_t m = 0; m < M; ++m) {
+    const float* r = x + static_cast<size_t>(m) * n;
+    float lane[8] = {};
+    for (int32_t j = 0; j < n; ++j) lane[j % 8] = std::fma(r[j], r[j], lane[j % 8]);
+    for (int s = 4; s >= 1; s /= 2)
+      for (int i = 0; i < s; ++i) lane[i] = lane[i] + lane[i + s];
+    const float inv = 1.0f / std::sqrt(lane[0] / static_cast<float>(n) + eps);
+    for (int32_t j = 0; j < n; ++j) out[static_cast<size_t>(m) * n + j] = (r[j] * inv) * w[j];
+  }
+}
+
+// SwiGLU with the C library's expf, and with the header's akv_exp (the contract's).
+void swiglu_expf(void*, float* out, const float* g, const float* u, int32_t n) {
+  for (int32_t j = 0; j < n; ++j) out[j] = (g[j] / (1.0f + std::exp(-g[j]))) * u[j];
+}
+void swiglu_header(void*, float* out, const float* g, const float* u, int32_t n) {
+  for (int32_t j = 0; j < n; ++j) out[j] = (g[j] / (1.0f + akv_exp(-g[j]))) * u[j];
+}
+
+// A residual add wrong from element 2 on (a vector path's first lane past a 2-wide head).
+void add_wrong_from_2(void*, float* x, const float* y, int32_t n) {
+  for (int32_t j = 0; j < n; ++j) x[j] = j >= 2 ? std::nextafter(x[j] + y[j], INFINITY) : x[j] + y[j];
+}
+
+TEST(GT3_GateAccuracy, AMeanAsSsTimesOneOverNFailsExactOnly) {
+  akv_kernels* t = variant("rmsnorm-reciprocal-mean");
+  t->rmsnorm = rmsnorm_reciprocal_mean;
+  const gate::Check c = check("GT3.rmsnorm.exact", t);
+  ASSERT_EQ(c.result, "fail") << c.message;
+  EXPECT_NE(c.message.find("M7"), std::string::npos) << c.message;
+  // Within the bound and invariant: only the bitwise check of M7 after ss sees it.
+  EXPECT_EQ(check("GT3.rmsnorm.bound", t).result, "pass");
+  EXPECT_EQ(check("GT2.rmsnorm.rows", t).result, "pass");
+}
+
+TEST(GT3_GateAccuracy, AnotherOrderOfTheSumOfSquaresIsAllowed) {
+  akv_kernels* t = variant("rmsnorm-lanes");
+  t->rmsnorm = rmsnorm_lanes;
+  const gate::Check c = check("GT3.rmsnorm.exact", t);
+  EXPECT_EQ(c.result, "pass") << c.message;
+}
+
+TEST(GT3_GateAccuracy, SwigluWithExpfFailsAndWithTheHeadersExpPasses) {
+  akv_kernels* t = variant("swiglu-expf");
+  t->swiglu = swiglu_expf;
+  const gate::Check c = check("GT3.swiglu.bitwise", t);
+  ASSERT_EQ(c.result, "fail") << c.message;
+  EXPECT_NE(c.message.find("akv_exp"), std::string::npos) << c.message;
+  EXPECT_EQ(c.message.find("B8"), std::string::npos) << "B8 is a bound, not the bitwise clause: " << c.message;
+  akv_kernels* h = variant("swiglu-header");
+  h->swiglu = swiglu_header;
+  EXPECT_EQ(check("GT3.swiglu.bitwise", h).result, "pass");
+}
+
+TEST(GT3_GateAccuracy, AnElementwiseFailureShrinksToItsSmallestLength) {
+  for (uint64_t seed : {1u, 2u, 3u, 11u}) {
+    akv_kernels* t = variant("add-wrong-from-2");
+    t->add = add_wrong_from_2;
+    gate::Options o = opts();
+    o.seed = seed;
+    const gate::Check c = gate::run_check("GT3.add.bitwise", set_of(t), o);
+    ASSERT_EQ(c.result, "fail") << c.message;
+    std::ifstream f(c.counterexample);
+    const auto j = nlohmann::json::parse(f);
+    EXPECT_EQ(j["case"]["n"].get<int>(), 3) << "seed " << seed;
+  }
+}
+
+TEST(GT2_GateShapes, DrawnShapesReachPrefillChunksRealLayersAndPathSwitches) {
+  const std::vector<int> m = gate::row_boundaries(), w = gate::width_boundaries(), l = gate::layer_widths();
+  EXPECT_EQ(m.front(), 1);
+  EXPECT_EQ(m.back(), gate::kPrefillChunk + 1);
+  for (int x : {31, 32, 33, 63, 64, 65}) EXPECT_NE(std::find(m.begin(), m.end(), x), m.end()) << x;
+  for (int x : {cpu::kLanes - 1, cpu::kLanes + 1, cpu::kMatmulBlock - 1, cpu::kMatmulBlock + 1, 4 * cpu::kMatmulBlock + 1})
+    EXPECT_NE(std::find(w.begin(), w.end(), x), w.end()) << x;
+  for (int x : {192, 576, 1536, 2048, 4096, 8192}) EXPECT_NE(std::find(l.begin(), l.end(), x), l.end()) << x;
+  EXPECT_EQ(gate::cap_rows(512, 8192, 1 << 22), 512);
+  EXPECT_EQ(gate::cap_rows(512, 8192 * 40, 1 << 24), 51);
+  EXPECT_EQ(gate::cap_rows(5, 1 << 30, 1 << 22), 1);
 }
 
 TEST(GT3_GateAccuracy, ContractedRopeFailsBitwise) {

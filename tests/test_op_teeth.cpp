@@ -46,6 +46,25 @@ TEST(B10_OpCheckTeeth, AnOutputOneUlpOffFailsTheExactMatmulCase) {
   EXPECT_EQ(r.failures.size(), 6u) << "every shape's last output differs";
 }
 
+TEST(B10_OpCheckTeeth, AMeanTakenAsSsTimesOneOverNFailsTheExactRmsNormCase) {
+  // The kernel's own ss (K2's dot), then ss * (1/n) for ss / n: within 2 B2, other bits.
+  check::OpTable t = portable();
+  EXPECT_TRUE(passed(check::rmsnorm_integers_equal_reference(t)));
+  const auto dot = t.dot;
+  t.label = "mutant";
+  t.rmsnorm = [dot](float* out, const float* x, const float* w, int M, int n, float eps) {
+    const float inv_n = 1.0f / static_cast<float>(n);
+    for (int m = 0; m < M; ++m) {
+      const float* xr = x + static_cast<size_t>(m) * n;
+      const float inv = 1.0f / std::sqrt(dot(xr, xr, n) * inv_n + eps);
+      for (int j = 0; j < n; ++j) out[static_cast<size_t>(m) * n + j] = (xr[j] * inv) * w[j];
+    }
+  };
+  const check::Report r = check::rmsnorm_integers_equal_reference(t);
+  EXPECT_FALSE(r.passed());
+  EXPECT_TRUE(check::rmsnorm_within_bounds(t).passed()) << "the defect is inside the bound: only bits show it";
+}
+
 TEST(B10_OpCheckTeeth, ARowLeftUnrotatedFailsBothRopeChecks) {
   check::OpTable t = portable();
   const auto intact = t.rope;

@@ -21,6 +21,10 @@
  *     settings such as omp_set_num_threads apply to the ops).
  *   - Ops return nothing: a kernel that cannot compute (an allocation failed) writes NaN to its
  *     outputs, which every check fails loudly, rather than leaving stale values.
+ *   - What must be bitwise, per op, is said at each op ("Bits:") and checked by `akv gate`
+ *     (spec/gate.md GT3): a bound where akv's contract leaves an order free, the exact
+ *     binary32 operations (IEEE, round to nearest even, no FMA unless named, no fast-math, no
+ *     estimate instructions such as rsqrt or rcp) where it does not.
  * Limits of version 1: K/V rows are contiguous (no paged block tables); scratch_floats is not
  * told head_dim or the thread count (size for the worst case).
  */
@@ -90,23 +94,40 @@ typedef struct akv_kernels {
   void* (*prepare_weight)(void* ctx, const float* W, int32_t d, int32_t n);
   void (*release_weight)(void* ctx, void* prepared);
   /** Y (M, d) = X (M, n) W^T: Y[m*ldy + j] = sum_k X[m*ldx + k] * W[j*n + k].
-   *  W (d, n) row-major; prepared: prepare_weight(W) or NULL; scratch: see scratch_floats. */
+   *  W (d, n) row-major; prepared: prepare_weight(W) or NULL; scratch: see scratch_floats.
+   *  Bits: any summation order, FMA or not, within B1 of the exact dot product
+   *  (spec/bounds.md); no bits are fixed against akv's reference, only invariance (GT2: a
+   *  row's bits the same at every M, among any rows, at any thread count and scratch). */
   void (*matmul)(void* ctx, float* Y, size_t ldy, const float* X, size_t ldx, int32_t M, const float* W,
                  const void* prepared, int32_t n, int32_t d, float* scratch);
 
   /* ---- Row-wise ops */
 
   /** out (M, n) = RMSNorm of each row of x (M, n) with weight w (n,) and epsilon eps (M7);
-   *  out may alias x. */
+   *  out may alias x.
+   *  Bits: ss = sum_j x_j * x_j in any order (FMA or not; within 2 B2 of the reference's
+   *  output); after ss, exactly these binary32 operations in this order:
+   *      mean = ss / (float)n;           a division: ss * (1.0f / n) differs when n is no power of 2
+   *      inv  = 1.0f / sqrtf(mean + eps); IEEE sqrt and division, no rsqrt estimate
+   *      out_j = (x_j * inv) * w_j;      this association, not x_j * (inv * w_j) or x_j / sqrtf(..)
+   *  The gate checks them bitwise on rows whose ss every order gives alike (small integers
+   *  times a power of two: GT3.rmsnorm.exact). */
   void (*rmsnorm)(void* ctx, float* out, const float* x, const float* w, int32_t M, int32_t n, float eps);
   /** Rotates x (M, heads * head_dim), row stride ldx, in place: row m at position pos[m], with
    *  the rows pos[m] of the one RoPE table cos/sin ((max_ctx, head_dim / 2), spec/model.md M6).
-   *  Rotate-half pairs (i, i + head_dim / 2). */
+   *  Rotate-half pairs (i, i + head_dim / 2).
+   *  Bits: the reference's, with c = cos[pos[m] * (head_dim / 2) + i], s likewise:
+   *      x'_i = x_i * c - x_{i+half} * s;  x'_{i+half} = x_i * s + x_{i+half} * c
+   *  two products and one subtraction or addition, each rounded (no FMA), with the table's
+   *  values (never a table of one's own). */
   void (*rope)(void* ctx, float* x, size_t ldx, int32_t M, int32_t heads, int32_t head_dim, const int32_t* pos,
                const float* cos, const float* sin);
-  /** out (n,) = silu(gate) * up (M10); out may alias gate. */
+  /** out (n,) = silu(gate) * up (M10); out may alias gate.
+   *  Bits: the reference's, out_j = (g_j / (1.0f + akv_exp(-g_j))) * up_j with akv's exp
+   *  (spec/arithmetic.md A4), which <akv/exp.h> gives as a header-only C function; expf or an
+   *  approximation gives other bits. */
   void (*swiglu)(void* ctx, float* out, const float* gate, const float* up, int32_t n);
-  /** x (n,) += y (n,) (M11). */
+  /** x (n,) += y (n,) (M11). Bits: x_j + y_j, the reference's. */
   void (*add)(void* ctx, float* x, const float* y, int32_t n);
 
   /* ---- Attention (M9) */
@@ -116,7 +137,12 @@ typedef struct akv_kernels {
    *  (row stride ldkv >= kv_heads * head_dim); query head h reads KV head h / (heads / kv_heads).
    *  Query m attends to keys [0, pos0 + m], scores q.k * scale, skipping every key p with
    *  mask[p] != 0 (mask: NULL or (pos0 + M,) bytes). out (M, heads * head_dim), stride ldo.
-   *  scale = 1 / sqrtf(head_dim). Key blocks, if any, are anchored at position 0. */
+   *  scale = 1 / sqrtf(head_dim). Key blocks, if any, are anchored at position 0.
+   *  Bits: any order of the score, softmax and value sums and an exp within akv's exp error
+   *  (spec/bounds.md B0; <akv/exp.h>'s akv_exp is it), within B14 of the exact value with the
+   *  counts of GT3 (spec/gate.md); no bits are fixed against the reference,
+   *  only invariance (GT2: a query's bits the same at every M, call start, thread count and
+   *  scratch). */
   void (*attention)(void* ctx, float* out, size_t ldo, const float* q, size_t ldq, const float* k, const float* v,
                     size_t ldkv, const uint8_t* mask, int32_t M, int32_t pos0, int32_t heads, int32_t kv_heads,
                     int32_t head_dim, float scale, float* scratch);

@@ -4,7 +4,7 @@
 #include <math.h>
 #include <pthread.h>
 
-#include "akv_exp.h"
+#include <akv/exp.h>
 
 #define SB_MAX_THREADS 64
 
@@ -120,7 +120,7 @@ void sb_rope(void* ctx, float* x, size_t ldx, int32_t M, int32_t heads, int32_t 
 
 void sb_swiglu(void* ctx, float* out, const float* gate, const float* up, int32_t n) {
   (void)ctx;
-  for (int32_t j = 0; j < n; ++j) out[j] = (gate[j] / (1.0f + akv_expf(-gate[j]))) * up[j];
+  for (int32_t j = 0; j < n; ++j) out[j] = (gate[j] / (1.0f + akv_exp(-gate[j]))) * up[j];
 }
 
 void sb_add(void* ctx, float* x, const float* y, int32_t n) {
@@ -147,7 +147,7 @@ void sb_attention_head(float* out, const float* q, const float* k, const float* 
   float total = 0.0f, block = 0.0f;
   for (int32_t p = 0; p < n_pos; ++p) {
     if (p > 0 && block_start(p, pos0, n_pos)) total = total + block, block = 0.0f;
-    att[p] = akv_expf(att[p] - mx);
+    att[p] = akv_exp(att[p] - mx);
     block = block + att[p];
   }
   total = total + block;

@@ -26,7 +26,7 @@ set(staged ${WORK}/staged)
 set(prefix ${WORK}/prefix)
 run("cmake --install" ${CMAKE_COMMAND} --install ${AKV_BUILD} --prefix ${staged})
 file(RENAME ${staged} ${prefix})
-foreach(f bin/akv include/akv/kernels.h lib/cmake/akv/akvConfig.cmake lib/cmake/akv/akvConfigVersion.cmake
+foreach(f bin/akv include/akv/kernels.h include/akv/exp.h lib/cmake/akv/akvConfig.cmake lib/cmake/akv/akvConfigVersion.cmake
           lib/cmake/akv/akvTargets.cmake lib/cmake/akv/akvGate.cmake)
   if(NOT EXISTS ${prefix}/${f})
     message(FATAL_ERROR "gate_package: the install has no ${f}")

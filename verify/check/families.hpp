@@ -54,6 +54,23 @@ inline std::vector<float> int_values(size_t n, uint64_t seed, int k) {
   return v;
 }
 
+/// rows x n values whose sum of squares is exact in any order (spec/gate.md GT3, RMSNorm): row r
+/// is nonzero integers in [-k, k], k the largest with n k^2 < 2^24 (every partial sum an integer
+/// below 2^24), times 2^exp2[r] (exact; |exp2| <= 50 keeps every square normal). So every
+/// conforming kernel gets the reference's ss, and from there M7's operations give its bits.
+inline std::vector<float> exact_square_rows(int rows, int n, uint64_t seed, const std::vector<int>& exp2) {
+  int k = 1;
+  while (k < 4095 && static_cast<double>(n) * (k + 1) * (k + 1) < 0x1p24) ++k;
+  SplitMix64 g{seed * 0x9E3779B97F4A7C15ull + 29};
+  std::vector<float> v(static_cast<size_t>(rows) * n);
+  for (int r = 0; r < rows; ++r)
+    for (int j = 0; j < n; ++j) {
+      const int m = static_cast<int>(g.next() % k) + 1;
+      v[static_cast<size_t>(r) * n + j] = std::ldexp(static_cast<float>(g.next() % 2 ? m : -m), exp2[r % exp2.size()]);
+    }
+  return v;
+}
+
 inline rc::Gen<Fam> gen_fam() { return rc::gen::element(Fam::kPlain, Fam::kCancel, Fam::kRange, Fam::kTiny, Fam::kDeep); }
 
 /// A reduction length: mostly 1..300, one case in six long (2048..4096).

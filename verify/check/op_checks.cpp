@@ -72,12 +72,19 @@ Report matmul_integers_equal_reference(const OpTable& t) {
 Report rmsnorm_integers_equal_reference(const OpTable& t) {
   Report r;
   if (is_reference(t, r)) return r;
-  for (int n : {1, 8, 31, 32, 33, 37, 256, 688, 768}) {
-    const auto x = int_values(n, n + 2, 9), w = uniform(n, n + 1, 0.75f, 1.5f);
-    std::vector<float> a(n, NAN), b(n, NAN);
-    t.rmsnorm(a.data(), x.data(), w.data(), 1, n, 1e-5f);
-    reference_ops().rmsnorm(b.data(), x.data(), w.data(), 1, n, 1e-5f);
-    r.same(same_bits(a, b).what(), "rmsnorm n " + std::to_string(n));
+  // 64 rows a width, each at its own scale: ss is exact in every order, and ss / n differs
+  // from ss * (1/n) on some rows of every width that is not a power of two.
+  constexpr int kRows = 64;
+  std::vector<int> e(kRows);
+  for (int i = 0; i < kRows; ++i) e[i] = i % 4 == 3 ? (i * 37) % 81 - 40 : -(i % 7);
+  for (int n : {1, 3, 5, 7, 8, 31, 32, 33, 37, 192, 256, 576, 688, 768, 1536, 2048}) {
+    const auto x = exact_square_rows(kRows, n, n + 2, e), w = uniform(n, n + 1, 0.75f, 1.5f);
+    for (float eps : {1e-5f, 1e-6f}) {
+      std::vector<float> a(x.size(), NAN), b(x.size(), NAN);
+      t.rmsnorm(a.data(), x.data(), w.data(), kRows, n, eps);
+      reference_ops().rmsnorm(b.data(), x.data(), w.data(), kRows, n, eps);
+      r.same(same_bits(a, b).what(), "rmsnorm n " + std::to_string(n) + " eps " + std::to_string(eps));
+    }
   }
   return r;
 }

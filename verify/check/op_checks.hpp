@@ -20,7 +20,9 @@ namespace akv::check {
 /// shapes on and off every tile and panel edge (M up to 128, n up to 768, d up to 130), and
 /// the outputs are not all zero.
 Report matmul_integers_equal_reference(const OpTable& t);
-/// Small-integer x (an exact sum of squares): RMSNorm equals the reference bitwise (n 1..768).
+/// Rows of small integers times a power of two (an exact sum of squares, exact_square_rows):
+/// RMSNorm equals the reference bitwise, M7's operations after ss (ss / n, not ss * (1/n)):
+/// 64 rows at each width 1 .. 2048 (SmolLM2's 192, 576, 1536 among them), two eps.
 Report rmsnorm_integers_equal_reference(const OpTable& t);
 /// RoPE equals the reference bitwise: head_dim 8, 32, 64, 70, 3 heads, 40 rows from positions
 /// 0, 1, 777 and 4960 of a 5000-position table.

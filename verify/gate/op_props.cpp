@@ -16,6 +16,7 @@
 #include "reference/rope.hpp"
 #include "verify/bounds/op_bounds.hpp"
 #include "verify/check/families.hpp"
+#include "verify/gate/shapes.hpp"
 #include "verify/oracle/exact_sum.hpp"
 #include "verify/oracle/real.hpp"
 
@@ -91,17 +92,19 @@ Vec attention(const OpSet& s, const Attn& a, int r0, int m, float fill = kNaN, V
 
 uint64_t gen_seed() { return *rc::gen::inRange<uint64_t>(0, 1u << 20); }
 
-// A reduction length: mostly short, one case in five past 256 (blocks, tails, splits).
-// Both ranges start at 1 so that shrinking reaches short lengths from either.
-int gen_n() { return *rc::gen::weightedOneOf<int>({{4, rc::gen::inRange(1, 130)}, {1, rc::gen::inRange(1, 700)}}); }
+// What one call of a drawn case may cost: floats of a row-wise op's input, multiply-adds of a
+// matmul. Keeps a prefill chunk of a wide layer affordable (a count is cut, never the width).
+constexpr long long kRowBudget = 1ll << 22, kMatmulBudget = 1ll << 24;
 
 Vec values(size_t count, uint64_t seed, Fam f) { return fam_values(f, count, seed); }
 
+// M to max_m: past 16 drawn as the row checks draw it (boundaries, the cpu kernels' items of 16).
 Attn gen_attn(int max_m, int min_m = 1) {
   Attn a;
-  a.M = *rc::gen::inRange(min_m, max_m + 1);
+  a.M = max_m > 16 ? std::min(max_m, gen_rows_m(min_m)) : *rc::gen::inRange(min_m, max_m + 1);
   a.pos0 = *rc::gen::weightedOneOf<int>({{1, rc::gen::inRange(0, 64)}, {3, rc::gen::inRange(0, 300)}});
-  const auto shape = *rc::gen::element(std::pair{1, 1}, std::pair{2, 1}, std::pair{4, 2}, std::pair{3, 3});
+  const auto shape = *rc::gen::element(std::pair{1, 1}, std::pair{2, 1}, std::pair{4, 2}, std::pair{3, 3},
+                                         std::pair{9, 3});  // 9/3: SmolLM2-135M
   a.heads = shape.first, a.kvh = shape.second;
   // Every head dim the cpu kernels dispatch on (32, 64, 128: the lane paths), a multiple of 16
   // without one, tails (kernels.hpp), and two small ones.
@@ -164,20 +167,18 @@ void at_threads(const OpSet& s, F&& fn, const std::string& what) {
 
 // ---- matmul
 
-// The largest call the row checks draw: a prefill chunk of an engine (llama.cpp's default
-// ubatch is 512 rows).
-constexpr int kPrefillChunk = 512;
-
 struct MatCase {
   int M, n, d;
   Vec X, W;
 };
 // big: the shapes where libraries split work across threads (M to 64, n to 2048, d to 256).
+// Otherwise n is a drawn width (a real layer's in some cases) and d is cut to the call budget.
 MatCase gen_mat(int min_m, bool big = false) {
   MatCase c;
   c.M = *rc::gen::inRange(min_m, big ? 65 : 33);
-  c.n = big ? *rc::gen::weightedOneOf<int>({{1, rc::gen::inRange(1, 130)}, {2, rc::gen::inRange(1, 2049)}}) : gen_n();
+  c.n = big ? *rc::gen::weightedOneOf<int>({{1, rc::gen::inRange(1, 130)}, {2, rc::gen::inRange(1, 2049)}}) : gen_width();
   c.d = *rc::gen::inRange(1, big ? 257 : 41);
+  if (!big) c.d = cap_rows(c.d, static_cast<long long>(c.M) * c.n, kMatmulBudget);
   const uint64_t seed = gen_seed();
   const Fam f = *check::gen_fam();
   c.X = values(static_cast<size_t>(c.M) * c.n, seed, f);
@@ -187,32 +188,12 @@ MatCase gen_mat(int min_m, bool big = false) {
   return c;
 }
 
-// The row counts where a matmul may switch path: powers of two to a prefill chunk of 512 rows
-// (where libraries change tiles, split k or go parallel) and one either side of each.
-std::vector<int> row_boundaries() {
-  std::vector<int> out;
-  for (int p = 2; p <= kPrefillChunk; p *= 2)
-    for (int m : {p - 1, p, p + 1})
-      if (out.empty() || m > out.back()) out.push_back(m);
-  return out;
-}
-// M of a row check: small (most cases), at a boundary, or anywhere up to a prefill chunk.
-// Drawn as a pick, then the value, so that a failing case shrinks to a small M (pick 0).
-int gen_rows_m(int min_m) {
-  const int pick = *rc::gen::inRange(0, 6);  // 0-2 small, 3-4 at a boundary, 5 anywhere to a chunk
-  if (pick < 3) return *rc::gen::inRange(min_m, 33);
-  if (pick < 5) {
-    std::vector<int> b = row_boundaries();
-    std::erase_if(b, [&](int m) { return m < min_m; });
-    return *rc::gen::elementOf(b);
-  }
-  return *rc::gen::inRange(33, kPrefillChunk + 1);
-}
-
 void matmul_rows(const OpSet& s) {
   MatCase c = gen_mat(2);
   if (const int m = gen_rows_m(2); m != c.M) {  // the rows at M = m, the rest of the case kept
     c.M = m;
+    c.d = cap_rows(c.d, static_cast<long long>(c.M) * c.n, kMatmulBudget);  // W's first d rows
+    c.W.resize(static_cast<size_t>(c.d) * c.n);
     c.X = values(static_cast<size_t>(c.M) * c.n, gen_seed(), *check::gen_fam());
     note_op_case({{"op", "matmul"}, {"M", c.M}, {"n", c.n}, {"d", c.d}, {"X", c.X}, {"W", c.W}},
                  "M=" + std::to_string(c.M) + " n=" + std::to_string(c.n) + " d=" + std::to_string(c.d));
@@ -224,7 +205,7 @@ void matmul_rows(const OpSet& s) {
   const Vec alone = matmul(s, row, 1, W, c.n, c.d);
   GATE_SAME(diff(all, static_cast<size_t>(i) * c.d, alone, 0, c.d, "row " + std::to_string(i) + " of M=" + std::to_string(c.M) + " vs the row alone (M=1)"));
   // The same row among other rows (another batch): M2 rows, row i at j.
-  const int M2 = gen_rows_m(1), j = *rc::gen::inRange(0, M2);
+  const int M2 = cap_rows(gen_rows_m(1), static_cast<long long>(c.n) * c.d, kMatmulBudget), j = *rc::gen::inRange(0, M2);
   Vec X2 = values(static_cast<size_t>(M2) * c.n, gen_seed(), Fam::kPlain);
   std::copy(row.begin(), row.end(), X2.begin() + static_cast<ptrdiff_t>(j) * c.n);
   const Vec other = matmul(s, X2, M2, W, c.n, c.d);
@@ -287,7 +268,7 @@ void matmul_bound(const OpSet& s) {
 // ---- rmsnorm
 
 void rmsnorm_rows(const OpSet& s) {
-  const int M = *rc::gen::inRange(2, 17), n = gen_n(), i = *rc::gen::inRange(0, M);
+  const int n = gen_width(), M = std::max(2, cap_rows(gen_rows_m(2), n, kRowBudget)), i = *rc::gen::inRange(0, M);
   const uint64_t seed = gen_seed();
   const Vec x = values(static_cast<size_t>(M) * n, seed, *check::gen_fam()), w = values(n, seed + 1, Fam::kPlain);
   note_op_case({{"op", "rmsnorm"}, {"M", M}, {"n", n}, {"x", x}, {"w", w}}, "M=" + std::to_string(M) + " n=" + std::to_string(n));
@@ -299,7 +280,7 @@ void rmsnorm_rows(const OpSet& s) {
 }
 
 void rmsnorm_threads(const OpSet& s) {
-  const int M = *rc::gen::inRange(1, 65), n = gen_n();
+  const int n = gen_width(), M = cap_rows(*rc::gen::inRange(1, 65), n, kRowBudget);
   const uint64_t seed = gen_seed();
   const Vec x = values(static_cast<size_t>(M) * n, seed, *check::gen_fam()), w = values(n, seed + 1, Fam::kPlain);
   note_op_case({{"op", "rmsnorm"}, {"M", M}, {"n", n}, {"x", x}, {"w", w}}, "M=" + std::to_string(M) + " n=" + std::to_string(n));
@@ -313,7 +294,7 @@ void rmsnorm_threads(const OpSet& s) {
 
 // B10: within B2(reference) + B2(this kernel) = 2 B2 of the reference's output.
 void rmsnorm_bound(const OpSet& s) {
-  const int n = gen_n();
+  const int n = gen_width();
   const uint64_t seed = gen_seed();
   const Vec x = values(n, seed, *check::gen_fam()), w = values(n, seed + 1, Fam::kPlain);
   note_op_case({{"op", "rmsnorm"}, {"M", 1}, {"n", n}, {"x", x}, {"w", w}}, "M=1 n=" + std::to_string(n));
@@ -330,7 +311,30 @@ void rmsnorm_bound(const OpSet& s) {
   }
 }
 
-// ---- rope (the one table: the tiny model's shape at head_dim 8, 16, 64)
+// The header's bitwise part (GT3): rows whose sum of squares is exact in any order, so every
+// conforming kernel has the reference's ss; from there M7's operations (ss / n, + eps, sqrtf,
+// 1 / that, (x * inv) * w) give the reference's bits. Catches ss * (1/n), an rsqrt estimate,
+// x / sqrt or x * (inv * w). M rows, each at its own scale 2^e.
+void rmsnorm_exact(const OpSet& s) {
+  const int n = gen_width(), M = cap_rows(gen_rows_m(1), n, kRowBudget);
+  // Row r at scale 2^e[r]: near 1 (e0 - r mod 7) or, with spread, anywhere in 2^-40 .. 2^40.
+  const int e0 = *rc::gen::inRange(-6, 1);
+  const bool spread = *rc::gen::element(false, false, true);
+  std::vector<int> e(M);
+  for (int r = 0; r < M; ++r) e[r] = spread ? (e0 + 46 + r * 37) % 81 - 40 : e0 - r % 7;
+  const uint64_t seed = gen_seed();
+  const float eps = *rc::gen::element(1e-5f, 1e-6f);
+  const Vec x = check::exact_square_rows(M, n, seed, e), w = values(n, seed + 1, Fam::kPlain);
+  note_op_case({{"op", "rmsnorm"}, {"M", M}, {"n", n}, {"eps", eps}, {"x", x}, {"w", w}},
+               "M=" + std::to_string(M) + " n=" + std::to_string(n));
+  const akv_kernels& t = s.ops();
+  Vec y(x.size(), kNaN), r(x.size(), kNaN);
+  t.rmsnorm(t.ctx, y.data(), x.data(), w.data(), M, n, eps);
+  for (int m = 0; m < M; ++m) ref::rmsnorm(r.data() + static_cast<size_t>(m) * n, x.data() + static_cast<size_t>(m) * n, w.data(), n, eps);
+  GATE_SAME(diff(y, 0, r, 0, y.size(), "RMSNorm of rows with an exact sum of squares vs the reference (M7 after ss: bitwise)"));
+}
+
+// ---- rope (the one table, at every head dim the kernels dispatch on)
 
 const RopeTable& rope_table(int hd) {
   static std::map<int, RopeTable> tables;
@@ -346,7 +350,10 @@ struct RopeCase {
 };
 RopeCase gen_rope() {
   RopeCase c;
-  c.M = *rc::gen::inRange(1, 17), c.heads = *rc::gen::inRange(1, 5), c.hd = *rc::gen::element(8, 16, 64);
+  std::vector<int> hds(cpu::kAttentionCheckHeadDims.begin(), cpu::kAttentionCheckHeadDims.end());
+  hds.push_back(16);
+  c.heads = *rc::gen::element(1, 2, 3, 4, 9), c.hd = *rc::gen::elementOf(hds);  // 9, 3: SmolLM2's heads
+  c.M = cap_rows(gen_rows_m(1), static_cast<long long>(c.heads) * c.hd, kRowBudget / 16);
   for (int m = 0; m < c.M; ++m) c.pos.push_back(*rc::gen::inRange(0, 4096));
   c.x = values(static_cast<size_t>(c.M) * c.heads * c.hd, gen_seed(), *check::gen_fam());
   note_op_case({{"op", "rope"}, {"M", c.M}, {"heads", c.heads}, {"head_dim", c.hd}, {"pos", c.pos}, {"x", c.x}},
@@ -376,7 +383,8 @@ void rope_threads(const OpSet& s) {
 // B3 with distance 0: the reference's operations on the one table.
 void rope_bitwise(const OpSet& s) {
   const RopeCase c = gen_rope();
-  GATE_SAME(diff(rope(s.ops(), c, 0, c.M), 0, rope(*reference_kernels(), c, 0, c.M), 0, c.x.size(), "RoPE vs the reference (B3: bitwise)"));
+  GATE_SAME(diff(rope(s.ops(), c, 0, c.M), 0, rope(*reference_kernels(), c, 0, c.M), 0, c.x.size(),
+                 "RoPE vs the reference (M6's products and sums on the one table, no FMA: bitwise)"));
 }
 
 // ---- swiglu, add (elementwise)
@@ -387,7 +395,7 @@ struct Elem {
 };
 Elem gen_elem(const char* op) {
   Elem e;
-  e.n = *rc::gen::weightedOneOf<int>({{3, rc::gen::inRange(1, 100)}, {1, rc::gen::inRange(100, 2000)}});
+  e.n = gen_width();  // a pick, then the value: shrinks to n = 1
   const uint64_t seed = gen_seed();
   e.a = fam_values(Fam::kPlain, e.n, seed, *rc::gen::element(1.0f, 10.0f, 60.0f));
   e.b = values(e.n, seed + 1, *check::gen_fam());
@@ -417,13 +425,15 @@ void elem_threads(const OpSet& s) {
 template <uint32_t Op>
 void elem_bitwise(const OpSet& s) {
   const Elem e = gen_elem(Op == AKV_OP_SWIGLU ? "swiglu" : "add");
-  GATE_SAME(diff(elem(s.ops(), Op, e, 0, e.n), 0, elem(*reference_kernels(), Op, e, 0, e.n), 0, e.n, "vs the reference (B8: bitwise)"));
+  GATE_SAME(diff(elem(s.ops(), Op, e, 0, e.n), 0, elem(*reference_kernels(), Op, e, 0, e.n), 0, e.n,
+                 Op == AKV_OP_SWIGLU ? "vs the reference (M10: (g / (1 + akv_exp(-g))) * u, akv_exp of <akv/exp.h> (A4): bitwise)"
+                                     : "vs the reference (M11: x + y: bitwise)"));
 }
 
 // ---- attention
 
 void attention_start(const OpSet& s) {
-  const Attn a = gen_attn(16, 2);
+  const Attn a = gen_attn(64, 2);
   note_attn(a, "");
   const int split = *rc::gen::inRange(1, a.M);
   const Vec all = attention(s, a, 0, a.M), tail = attention(s, a, split, a.M - split);
@@ -433,7 +443,7 @@ void attention_start(const OpSet& s) {
 }
 
 void attention_rows(const OpSet& s) {
-  const Attn a = gen_attn(16);
+  const Attn a = gen_attn(64);
   note_attn(a, "");
   const int i = *rc::gen::inRange(0, a.M);
   const Vec all = attention(s, a, 0, a.M), alone = attention(s, a, i, 1);
@@ -507,9 +517,10 @@ const std::vector<OpProperty>& op_properties() {
       {"GT2.rmsnorm.rows", AKV_OP_RMSNORM, "invariance", "a row's outputs do not depend on M or the other rows", always, rmsnorm_rows},
       {"GT2.rmsnorm.threads", AKV_OP_RMSNORM, "invariance", "the outputs at 2 and 3 threads equal those at 1", no_threads, rmsnorm_threads},
       {"GT3.rmsnorm.bound", AKV_OP_RMSNORM, "accuracy", "within 2 B2 of the reference's output (B10)", always, rmsnorm_bound},
+      {"GT3.rmsnorm.exact", AKV_OP_RMSNORM, "accuracy", "with an exact sum of squares, M7's operations bit for bit (ss / n, + eps, sqrtf, 1 / it, (x * inv) * w)", always, rmsnorm_exact},
       {"GT2.rope.rows", AKV_OP_ROPE, "invariance", "a row's outputs do not depend on the other rows", always, rope_rows},
       {"GT2.rope.threads", AKV_OP_ROPE, "invariance", "the outputs at 2 and 3 threads equal those at 1", no_threads, rope_threads},
-      {"GT3.rope.bitwise", AKV_OP_ROPE, "accuracy", "the reference's operations on the one table, bit for bit (B3)", always, rope_bitwise},
+      {"GT3.rope.bitwise", AKV_OP_ROPE, "accuracy", "the reference's operations on the one table, bit for bit (M6)", always, rope_bitwise},
       {"GT2.attention.start", AKV_OP_ATTENTION, "invariance", "a query's output does not depend on where its call starts", always, attention_start},
       {"GT2.attention.rows", AKV_OP_ATTENTION, "invariance", "a query's output does not depend on M or the other queries", always, attention_rows},
       {"GT2.attention.threads", AKV_OP_ATTENTION, "invariance", "the outputs at 2 and 3 threads equal those at 1", no_threads, attention_threads},
@@ -517,10 +528,10 @@ const std::vector<OpProperty>& op_properties() {
       {"GT3.attention.bound", AKV_OP_ATTENTION, "accuracy", "within B14 (any conforming kernel's counts) of the exact MPFR value", always, attention_bound},
       {"GT2.swiglu.split", AKV_OP_SWIGLU, "invariance", "an element's output does not depend on where its call starts", always, elem_split<AKV_OP_SWIGLU>},
       {"GT2.swiglu.threads", AKV_OP_SWIGLU, "invariance", "the outputs at 2 and 3 threads equal those at 1", no_threads, elem_threads<AKV_OP_SWIGLU>},
-      {"GT3.swiglu.bitwise", AKV_OP_SWIGLU, "accuracy", "the reference's operations, bit for bit (B8)", always, elem_bitwise<AKV_OP_SWIGLU>},
+      {"GT3.swiglu.bitwise", AKV_OP_SWIGLU, "accuracy", "(g / (1 + akv_exp(-g))) * u with <akv/exp.h>'s exp, bit for bit (M10, A4)", always, elem_bitwise<AKV_OP_SWIGLU>},
       {"GT2.add.split", AKV_OP_ADD, "invariance", "an element's output does not depend on where its call starts", always, elem_split<AKV_OP_ADD>},
       {"GT2.add.threads", AKV_OP_ADD, "invariance", "the outputs at 2 and 3 threads equal those at 1", no_threads, elem_threads<AKV_OP_ADD>},
-      {"GT3.add.bitwise", AKV_OP_ADD, "accuracy", "the reference's operation, bit for bit (B8)", always, elem_bitwise<AKV_OP_ADD>},
+      {"GT3.add.bitwise", AKV_OP_ADD, "accuracy", "x + y, bit for bit (M11)", always, elem_bitwise<AKV_OP_ADD>},
   };
   return all;
 }
