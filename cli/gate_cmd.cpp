@@ -13,6 +13,7 @@
 #include <rapidcheck.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -200,6 +201,10 @@ int run_gate_cmd(GateArgs& a) {
   check_rc_params();
   if (!rc::detail::configuration().reproduce.empty() && a.check.empty() && !a.describe)
     throw Error(ErrorCode::kBadInput, "RC_PARAMS replays a failure: name its check with --check ID (the id on the failure's report)");
+  if (const auto keys = gate::replay_keys(); !keys.empty() && !a.check.empty() &&
+      std::find(keys.begin(), keys.end(), gate::replay_key(a.check)) == keys.end())
+    throw Error(ErrorCode::kBadInput, "RC_PARAMS' reproduce string replays " + keys.front() + ", not --check " + a.check +
+                                          ": use the reproduce line of that check's failure");
   if (!a.describe) {
     check_out(a.opt.out);
     // Absolute, so that a library that changes the working directory cannot move the files.
@@ -252,7 +257,9 @@ int run_gate_cmd(GateArgs& a) {
                                c.result == "skipped" ? c.message : fmt::format("{} cases, {:.1f} s", c.cases, c.seconds));
       if (c.result == "pass" && !c.message.empty()) std::cout << "  note: " << c.message << "\n";
       if (c.result != "fail") return void(std::cout << std::flush);
-      std::cout << "  " << c.message << "\n";
+      std::string msg = c.message;  // continuation lines indented under the check
+      for (size_t at = 0; (at = msg.find('\n', at)) != std::string::npos; at += 3) msg.replace(at, 1, "\n  ");
+      std::cout << "  " << msg << "\n";
       if (c.first_failure) std::cout << fmt::format("  first failing case: {}\n", c.first_failure);
       if (!c.reproduce.empty()) {
         std::vector<std::string> replay = same_gate(a);

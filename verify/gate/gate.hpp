@@ -67,6 +67,12 @@ std::vector<std::string> check_ids();
 /// Error(kBadInput) naming the ids when there is none.
 Check describe_check(const std::string& property);
 
+/// The key of `property` in RC_PARAMS' reproduce map: its id ("GT2.matmul.rows"), or the
+/// RapidCheck id of an end-to-end property. Error(kBadInput) for an unknown id.
+std::string replay_key(const std::string& property);
+/// The keys of RC_PARAMS' reproduce map (empty when it replays nothing).
+std::vector<std::string> replay_keys();
+
 /// A Check as the JSON of `akv gate --json` ("property", "op", ... "counterexample_shape"),
 /// and back; check_from_json throws Error(kBadInput) naming a missing or mistyped key.
 nlohmann::json to_json(const Check& c);
