@@ -213,12 +213,6 @@ int run_gate_cmd(GateArgs& a) {
   // A bad --model is exit 2 before any check runs; a child running one op check needs no model.
   if (!a.describe && !(child && !a.check.empty() && a.check.rfind("GT4.", 0) != 0)) load_model(a.opt.model);
   if (!a.seed_set) a.opt.seed = static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
-  // The seed first, before anything can fail or hang (GT5).
-  if (!a.json && !a.describe)
-    std::cout << fmt::format("akv gate: seed {} ({}; --seed {} replays this run)\n", a.opt.seed,
-                             a.seed_set ? "--seed" : "from the clock", a.opt.seed)
-              << std::flush;
-  if (a.json && !child && !a.describe) std::cerr << fmt::format("akv gate: seed {}\n", a.opt.seed) << std::flush;
 
   gate_running(true, a.kernels);
   std::shared_ptr<const OpSet> ops;
@@ -238,6 +232,13 @@ int run_gate_cmd(GateArgs& a) {
       return 0;
     }
     a.opt.environment = gate::environment(a.kernels);  // after loading: a missing library is the loader's error
+    // The report's first line: the seed, before any check can fail or hang (GT5).
+    if (!a.json)
+      std::cout << fmt::format("akv gate: seed {} ({}; --seed {} replays this run)\n", a.opt.seed,
+                               a.seed_set ? "--seed" : "from the clock", a.opt.seed)
+                << std::flush;
+    else if (!child)
+      std::cerr << fmt::format("akv gate: seed {}\n", a.opt.seed) << std::flush;
     if (!a.json)
       std::cout << fmt::format("akv gate: {} ({}), ops {}, {} cases per op property, {} per end-to-end one, budget {:g} s per check, model {}\n",
                                a.kernels, lib.name, op_list(lib.own), a.opt.cases, gate::e2e_cases(a.opt), a.opt.budget_s, a.opt.model)

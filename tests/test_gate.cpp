@@ -232,7 +232,9 @@ TEST(GT3_GateAccuracy, AWrongMatmulFailsB1) {
 
 TEST(GT4_GateEndToEnd, TheReferenceTablePassesE1AndI1) {
   for (const char* id : {"GT4.E1_PropEvictEqualsNever.OneAtATimeAnyOrder", "GT4.I1_PropInvariance.Chunkings"}) {
-    const gate::Check c = gate::run_check(id, set_of(reference_kernels()), opts(20));
+    gate::Options o = opts(100);
+    o.e2e_cases = 20;
+    const gate::Check c = gate::run_check(id, set_of(reference_kernels()), o);
     EXPECT_EQ(c.result, "pass") << id << ": " << c.message;
     EXPECT_EQ(c.cases, 20);
   }
@@ -426,9 +428,10 @@ TEST(GT5_GateCli, TheReproduceLineReplaysTheFailure) {
   const test::CliRun r = test::run_akv({"gate", "--kernels", AKV_BROKEN_SPLIT_K, "--cases", "50", "--seed", "2", "--check",
                                         "GT2.matmul.rows", "--out", out.string()});
   ASSERT_EQ(r.code, 1) << r.out << r.err;
-  const size_t at = r.out.find("reproduce: RC_PARAMS=\"");
+  const size_t line = r.out.find("reproduce: "), at = r.out.find("RC_PARAMS=\"", line);  // after the library's variables
+  ASSERT_NE(line, std::string::npos) << r.out;
   ASSERT_NE(at, std::string::npos) << r.out;
-  const size_t begin = at + 22, end = r.out.find('"', begin);
+  const size_t begin = at + 11, end = r.out.find('"', begin);
   const std::string rc = r.out.substr(begin, end - begin);
   EXPECT_NE(r.out.find("--check GT2.matmul.rows", end), std::string::npos) << r.out;  // the line names its check
   const test::CliRun again = test::run_akv({"gate", "--kernels", AKV_BROKEN_SPLIT_K, "--cases", "50", "--seed", "2", "--check",
@@ -527,7 +530,10 @@ TEST(GT5_GateReport, TheSeedComesFirstAndTheEnvironmentIsRecorded) {
   EXPECT_NE(clock.out.find("(from the clock; --seed "), std::string::npos) << clock.out;
   // The reproduce line replays the library's environment; the file records it with the CPU,
   // the library's SHA-256 and akv's version.
-  EXPECT_NE(s.r.out.find("reproduce: BLIS_ARCH_TYPE=haswell OMP_NUM_THREADS=2 RC_PARAMS="), std::string::npos) << s.r.out;
+  const size_t line = s.r.out.find("reproduce: BLIS_ARCH_TYPE=haswell ");  // sorted by name, before RC_PARAMS
+  ASSERT_NE(line, std::string::npos) << s.r.out;
+  const std::string reproduce = s.r.out.substr(line, s.r.out.find("RC_PARAMS=", line) - line);
+  EXPECT_NE(reproduce.find(" OMP_NUM_THREADS=2 "), std::string::npos) << reproduce;
   const nlohmann::json j = nlohmann::json::parse(test::slurp((s.out / "GT2.matmul.rows.json").string()));
   const nlohmann::json& e = j["akv_gate_counterexample"]["environment"];
   EXPECT_EQ(e["env"]["OMP_NUM_THREADS"], "2");
