@@ -1,5 +1,6 @@
-// akv gate --kernels LIB.so [--ops LIST] [--cases N] [--seed S] [--model M] [--json] [--out DIR]
-//          [--check ID] [--check-timeout S] [--in-process]
+// akv gate --kernels LIB.so [--ops LIST] [--cases N] [--e2e-cases N] [--budget S] [--seed S] [--model M]
+//          [--json] [--junit FILE] [--out DIR] [--check ID] [--check-timeout S] [--in-process]
+// akv gate --list [--markdown]
 // The regression gate for anyone's kernels (spec/gate.md): loads a kernel library of the ABI
 // in include/akv/kernels.h, checks every op it provides for invariance (GT2) and accuracy
 // (GT3), then the composed model end to end (GT4). A failure prints the property, the
@@ -12,6 +13,7 @@
 #include <rapidcheck.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -26,7 +28,10 @@
 #include "optimized/composed/plugin.hpp"
 #include "reference/error.hpp"
 #include "reference/strict.hpp"
+#include "verify/gate/check_list.hpp"
+#include "verify/gate/environment.hpp"
 #include "verify/gate/gate.hpp"
+#include "verify/gate/junit.hpp"
 #include "verify/models.hpp"
 
 namespace akv::cli {
@@ -42,6 +47,8 @@ struct GateArgs {
   bool in_process = false;  // load the library and run every check in this process
   bool seed_set = false;
   bool json = false;
+  std::string junit;        // --junit FILE: the report as JUnit XML too
+  bool list = false, markdown = false;  // --list [--markdown]: the checks and exit codes, no run
   // A child of the gate (cli/gate_isolate.hpp): its one report goes to this fd, as JSON.
   int report_fd = -1;
   bool describe = false;    // the child only loads the library and reports its name and ops
@@ -65,23 +72,23 @@ uint32_t parse_ops(const std::string& list) {
 std::vector<std::string> same_gate(const GateArgs& a) {
   std::vector<std::string> v{"gate", "--kernels", a.kernels, "--cases", std::to_string(a.opt.cases), "--seed",
                              std::to_string(a.opt.seed), "--model", a.opt.model, "--out", a.opt.out};
+  if (a.opt.e2e_cases > 0) v.insert(v.end(), {"--e2e-cases", std::to_string(a.opt.e2e_cases)});
+  if (a.opt.budget_s != gate::Options{}.budget_s) v.insert(v.end(), {"--budget", fmt::format("{:g}", a.opt.budget_s)});
   if (!a.ops.empty()) v.insert(v.end(), {"--ops", a.ops});
   return v;
 }
 
-// `v` as one sh command line: a word with other bytes than these quoted, ' as '\''.
+// `v` as one sh command line after "akv".
 std::string shell_words(const std::vector<std::string>& v) {
   std::string s = "akv";
-  for (const auto& w : v) {
-    if (!w.empty() && w.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./,=:+") == std::string::npos) {
-      s += " " + w;
-      continue;
-    }
-    s += " '";
-    for (char c : w) s += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    s += "'";
-  }
+  for (const auto& w : v) s += " " + gate::shell_word(w);
   return s;
+}
+
+// A line on stderr when it is a terminal (what runs now), else nothing.
+void tty_status(const std::string& line) {
+  static const bool tty = ::isatty(STDERR_FILENO) == 1;
+  if (tty) std::cerr << "\r\033[K" << line << std::flush;
 }
 
 // RC_PARAMS, when set, must parse (else RapidCheck exits at its first use); the gate sets the
@@ -168,6 +175,12 @@ LibInfo probe(const GateArgs& a) {
 }
 
 int run_gate_cmd(GateArgs& a) {
+  if (a.list) {
+    std::cout << (a.markdown ? gate::check_list_markdown() : gate::check_list_text() + "\nExit codes:\n" + gate::exit_codes_text());
+    return 0;
+  }
+  if (a.markdown) throw Error(ErrorCode::kBadInput, "--markdown goes with --list");
+  if (a.kernels.empty()) throw Error(ErrorCode::kBadInput, "--kernels LIB.so is required (or --list)");
   const bool child = a.report_fd >= 0;
   if (a.describe && !child) throw Error(ErrorCode::kBadInput, "--describe is the gate's own child's option: it needs --report-fd");
   if (child) a.json = a.in_process = true;
@@ -188,6 +201,10 @@ int run_gate_cmd(GateArgs& a) {
   check_rc_params();
   if (!rc::detail::configuration().reproduce.empty() && a.check.empty() && !a.describe)
     throw Error(ErrorCode::kBadInput, "RC_PARAMS replays a failure: name its check with --check ID (the id on the failure's report)");
+  if (const auto keys = gate::replay_keys(); !keys.empty() && !a.check.empty() &&
+      std::find(keys.begin(), keys.end(), gate::replay_key(a.check)) == keys.end())
+    throw Error(ErrorCode::kBadInput, "RC_PARAMS' reproduce string replays " + keys.front() + ", not --check " + a.check +
+                                          ": use the reproduce line of that check's failure");
   if (!a.describe) {
     check_out(a.opt.out);
     // Absolute, so that a library that changes the working directory cannot move the files.
@@ -214,25 +231,46 @@ int run_gate_cmd(GateArgs& a) {
       gate_running(false);
       return 0;
     }
+    a.opt.environment = gate::environment(a.kernels);  // after loading: a missing library is the loader's error
+    // The report's first line: the seed, before any check can fail or hang (GT5).
     if (!a.json)
-      std::cout << fmt::format("akv gate: {} ({}), ops {}, {} cases per property, model {}, seed {}\n", a.kernels, lib.name,
-                               op_list(lib.own), a.opt.cases, a.opt.model, a.opt.seed)
+      std::cout << fmt::format("akv gate: seed {} ({}; --seed {} replays this run)\n", a.opt.seed,
+                               a.seed_set ? "--seed" : "from the clock", a.opt.seed)
                 << std::flush;
+    else if (!child)
+      std::cerr << fmt::format("akv gate: seed {}\n", a.opt.seed) << std::flush;
+    if (!a.json)
+      std::cout << fmt::format("akv gate: {} ({}), ops {}, {} cases per op property, {} per end-to-end one, budget {:g} s per check, model {}\n",
+                               a.kernels, lib.name, op_list(lib.own), a.opt.cases, gate::e2e_cases(a.opt), a.opt.budget_s, a.opt.model)
+                << "  " << gate::environment_line(a.opt.environment) << "\n"
+                << std::flush;
+    const size_t total = gate::check_ids().size();
+    size_t done = 0;
     auto line = [&](const gate::Check& c) {
-      if (a.json) return;
+      ++done;
       const std::string tag = c.result == "pass" ? "PASS" : c.result == "fail" ? "FAIL" : "SKIP";
+      tty_status("");
+      if (a.json) {  // stdout is the JSON: one line per finished check on stderr (ctest -V shows it)
+        if (!child) std::cerr << fmt::format("akv gate: [{}/{}] {} {} ({} cases, {:.1f} s)\n", done, total, tag, c.property, c.cases, c.seconds) << std::flush;
+        return;
+      }
       std::cout << fmt::format("{} {:<44} {}\n", tag, c.property,
-                               c.result == "skipped" ? c.message : fmt::format("{} cases", c.cases));
-      if (c.result != "fail") return;
-      std::cout << "  " << c.message << "\n";
+                               c.result == "skipped" ? c.message : fmt::format("{} cases, {:.1f} s", c.cases, c.seconds));
+      if (c.result == "pass" && !c.message.empty()) std::cout << "  note: " << c.message << "\n";
+      if (c.result != "fail") return void(std::cout << std::flush);
+      std::string msg = c.message;  // continuation lines indented under the check
+      for (size_t at = 0; (at = msg.find('\n', at)) != std::string::npos; at += 3) msg.replace(at, 1, "\n  ");
+      std::cout << "  " << msg << "\n";
       if (c.first_failure) std::cout << fmt::format("  first failing case: {}\n", c.first_failure);
       if (!c.reproduce.empty()) {
         std::vector<std::string> replay = same_gate(a);
         replay.insert(replay.end(), {"--check", c.property});
-        std::cout << fmt::format("  reproduce: RC_PARAMS=\"{}\" {}\n", c.reproduce, shell_words(replay));
+        std::cout << fmt::format("  reproduce: {}RC_PARAMS=\"{}\" {}\n", gate::env_prefix(a.opt.environment["env"]), c.reproduce,
+                                 shell_words(replay));
       }
       if (!c.counterexample.empty())
         std::cout << fmt::format("  counterexample: {} ({} bytes; {})\n", c.counterexample, c.counterexample_bytes, c.counterexample_shape);
+      if (!c.c_snippet.empty()) std::cout << fmt::format("  as C for your unit test: {}\n", c.c_snippet);
       std::cout << std::flush;
     };
     auto in_child = [&](const std::string& id) {
@@ -240,8 +278,12 @@ int run_gate_cmd(GateArgs& a) {
       args.insert(args.end(), {"--check", id, "--in-process"});
       std::vector<std::string> child_args = args;
       child_args.insert(child_args.end(), {"--report-fd", "3"});
-      return check_from_child(run_child(child_args, a.check_timeout_s), gate::describe_check(id), a.check_timeout_s,
-                              shell_words(args));
+      tty_status(fmt::format("akv gate: [{}/{}] {} ...", done + 1, total, id));
+      const auto t0 = std::chrono::steady_clock::now();
+      gate::Check c = check_from_child(run_child(child_args, a.check_timeout_s), gate::describe_check(id), a.check_timeout_s,
+                                       shell_words(args));
+      c.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      return c;
     };
     if (!a.check.empty()) {
       checks.push_back(a.in_process ? gate::run_check(a.check, ops, a.opt) : in_child(a.check));
@@ -263,11 +305,15 @@ int run_gate_cmd(GateArgs& a) {
   const int code = !a.check.empty() ? (checks.back().result == "pass" ? 0 : 1) : gate::verdict(checks, lib.own);
   int passed = 0, failed = 0, skipped = 0;
   for (const auto& c : checks) (c.result == "pass" ? passed : c.result == "fail" ? failed : skipped)++;
+  if (!a.junit.empty() && !child)
+    write_text_file(a.junit, gate::junit_xml(checks, a.kernels + " (" + lib.name + ")",
+                                             fmt::format("seed {}; {}", a.opt.seed, gate::environment_line(a.opt.environment))));
   if (a.json) {
     nlohmann::json j{{"kernels", a.kernels}, {"name", lib.name}, {"abi_version", AKV_KERNELS_ABI_VERSION},
                      {"provides", op_list(lib.provides)}, {"checked_ops", op_list(lib.own)}, {"model", a.opt.model},
-                     {"seed", a.opt.seed}, {"cases", a.opt.cases}, {"verdict", code == 0 ? "pass" : "fail"},
-                     {"checks", nlohmann::json::array()}};
+                     {"seed", a.opt.seed}, {"cases", a.opt.cases}, {"e2e_cases", gate::e2e_cases(a.opt)},
+                     {"budget_s", a.opt.budget_s}, {"environment", a.opt.environment},
+                     {"verdict", code == 0 ? "pass" : "fail"}, {"checks", nlohmann::json::array()}};
     for (const auto& c : checks) j["checks"].push_back(gate::to_json(c));
     write_all(json_fd, j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n", a.kernels);
   } else {
@@ -284,16 +330,24 @@ int run_gate_cmd(GateArgs& a) {
 Command add_gate(CLI::App& app) {
   auto a = std::make_shared<GateArgs>();
   auto* c = app.add_subcommand("gate", "Check a kernel library (include/akv/kernels.h): per-op invariance and accuracy, then E1 and I1 through the composed model");
-  c->add_option("--kernels", a->kernels, "The kernel library (a shared object exporting akv_get_kernels)")->required()->check(nonempty());
+  c->add_option("--kernels", a->kernels, "The kernel library (a shared object exporting akv_get_kernels); required but with --list")->check(nonempty());
   c->add_option("--ops", a->ops, "Ops to take from the library, comma-separated: matmul, rmsnorm, rope, attention, swiglu, add, evict (default: all it provides; the rest run on the reference)")
       ->check(nonempty());
-  c->add_option("--cases", a->opt.cases, "RapidCheck cases per property")->capture_default_str()->check(decimal(1, 1000000));
+  c->add_option("--cases", a->opt.cases, "RapidCheck cases per op property")->capture_default_str()->check(decimal(1, 1000000));
+  c->add_option("--e2e-cases", a->opt.e2e_cases, "Cases per end-to-end property (default: --cases / 5, at least 1)")->check(decimal(1, 1000000));
+  c->add_option("--budget", a->opt.budget_s,
+                "Seconds a check draws new cases; then it stops, says how many ran (never a pass on 0) and shrinks a failure as long again")
+      ->capture_default_str()
+      ->check(CLI::Range(0.001, 86400.0));
   c->add_option("--seed", a->opt.seed, "RapidCheck seed (default: from the clock; printed)")
       ->check(decimal(0, UINT64_MAX))
       ->each([a](const std::string&) { a->seed_set = true; });
   c->add_option("--model", a->opt.model, "The end-to-end checks' model: " + names_help(model_forms()))->capture_default_str()->check(nonempty());
   c->add_option("--out", a->opt.out, "Directory for counterexample files")->capture_default_str()->check(nonempty());
-  c->add_flag("--json", a->json, "Print the verdict and every check as JSON");
+  c->add_flag("--json", a->json, "Print the verdict and every check as JSON (progress: one line per check on stderr)");
+  c->add_option("--junit", a->junit, "Also write the report as JUnit XML to FILE (one testcase per check)")->check(nonempty());
+  c->add_flag("--list", a->list, "Print every check (id, kind, what it asserts) and the exit codes, and exit");
+  c->add_flag("--markdown", a->markdown, "With --list: as the Markdown tables of docs/gate.md");
   c->add_option("--check", a->check, "Run only this check (an id of the report: GT2.matmul.rows, GT4.E1_PropEvictEqualsNever.Requests ...)")
       ->check(nonempty());
   c->add_option("--check-timeout", a->check_timeout_s, "Seconds one check may run before its process is killed and the check fails")
@@ -304,6 +358,9 @@ Command add_gate(CLI::App& app) {
   // A child of the gate (cli/gate_isolate.hpp); not for users, so not in --help.
   c->add_option("--report-fd", a->report_fd, "The gate's child: the fd of its report")->group("")->check(decimal(3, 1023));
   c->add_flag("--describe", a->describe, "The gate's child: load the library and report its name and ops")->group("");
+  c->footer("The end-to-end checks (GT4) vary threads too: each backend of a case draws 1..3 threads when the table has "
+            "set_threads, so a case may compare an evicted run at 1 thread with a never-shown one at 3.\n\nThe checks:\n" +
+            gate::check_list_text() + "\nExit codes:\n" + gate::exit_codes_text());
   return {c, [a] { return run_gate_cmd(*a); }};
 }
 

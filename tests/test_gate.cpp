@@ -20,7 +20,10 @@
 #include "reference/c_kernels.hpp"
 #include "reference/error.hpp"
 #include "reference/ops.hpp"
+#include "verify/gate/check_list.hpp"
 #include "verify/gate/gate.hpp"
+#include "verify/gate/junit.hpp"
+#include "verify/gate/message.hpp"
 #include "verify/gate/op_props.hpp"
 #include "verify/gate/shapes.hpp"
 
@@ -352,7 +355,9 @@ TEST(GT3_GateAccuracy, AWrongMatmulFailsB1) {
 
 TEST(GT4_GateEndToEnd, TheReferenceTablePassesE1AndI1) {
   for (const char* id : {"GT4.E1_PropEvictEqualsNever.OneAtATimeAnyOrder", "GT4.I1_PropInvariance.Chunkings"}) {
-    const gate::Check c = gate::run_check(id, set_of(reference_kernels()), opts(20));
+    gate::Options o = opts(100);
+    o.e2e_cases = 20;
+    const gate::Check c = gate::run_check(id, set_of(reference_kernels()), o);
     EXPECT_EQ(c.result, "pass") << id << ": " << c.message;
     EXPECT_EQ(c.cases, 20);
   }
@@ -546,9 +551,10 @@ TEST(GT5_GateCli, TheReproduceLineReplaysTheFailure) {
   const test::CliRun r = test::run_akv({"gate", "--kernels", AKV_BROKEN_SPLIT_K, "--cases", "50", "--seed", "2", "--check",
                                         "GT2.matmul.rows", "--out", out.string()});
   ASSERT_EQ(r.code, 1) << r.out << r.err;
-  const size_t at = r.out.find("reproduce: RC_PARAMS=\"");
+  const size_t line = r.out.find("reproduce: "), at = r.out.find("RC_PARAMS=\"", line);  // after the library's variables
+  ASSERT_NE(line, std::string::npos) << r.out;
   ASSERT_NE(at, std::string::npos) << r.out;
-  const size_t begin = at + 22, end = r.out.find('"', begin);
+  const size_t begin = at + 11, end = r.out.find('"', begin);
   const std::string rc = r.out.substr(begin, end - begin);
   EXPECT_NE(r.out.find("--check GT2.matmul.rows", end), std::string::npos) << r.out;  // the line names its check
   const test::CliRun again = test::run_akv({"gate", "--kernels", AKV_BROKEN_SPLIT_K, "--cases", "50", "--seed", "2", "--check",
@@ -616,6 +622,180 @@ TEST(GT9_OwnTables, PassEveryOpProperty) {
     }
     EXPECT_EQ(passed, uint32_t{AKV_OP_ALL & ~AKV_OP_EVICT}) << s->name();
   }
+}
+
+// ---- GT5: the report as a kernel author and a CI read it
+
+// The split-K defect's rows failure, run once for the tests below (text report, JUnit, C file).
+struct SplitKRun {
+  fs::path out = fs::temp_directory_path() / "akv_test_gate_report";
+  test::CliRun r;
+  SplitKRun() {
+    fs::remove_all(out);
+    r = test::run_akv({"gate", "--kernels", AKV_BROKEN_SPLIT_K, "--ops", "matmul", "--cases", "40", "--seed", "2", "--out",
+                       out.string(), "--junit", (out / "junit.xml").string()},
+                      "OMP_NUM_THREADS=2 BLIS_ARCH_TYPE=haswell", 300);
+  }
+};
+const SplitKRun& split_k_run() {
+  static const SplitKRun run;
+  return run;
+}
+
+TEST(GT5_GateReport, TheSeedComesFirstAndTheEnvironmentIsRecorded) {
+  const SplitKRun& s = split_k_run();
+  ASSERT_EQ(s.r.code, 1) << s.r.out << s.r.err;
+  EXPECT_EQ(s.r.out.rfind("akv gate: seed 2 (--seed", 0), 0u) << s.r.out;
+  // The clock's seed is printed first too.
+  const test::CliRun clock = test::run_akv({"gate", "--kernels", AKV_SOUND_BASE, "--ops", "add", "--cases", "3", "--out",
+                                            (s.out / "clock").string()});
+  EXPECT_EQ(clock.out.rfind("akv gate: seed ", 0), 0u) << clock.out;
+  EXPECT_NE(clock.out.find("(from the clock; --seed "), std::string::npos) << clock.out;
+  // The reproduce line replays the library's environment; the file records it with the CPU,
+  // the library's SHA-256 and akv's version.
+  const size_t line = s.r.out.find("reproduce: BLIS_ARCH_TYPE=haswell ");  // sorted by name, before RC_PARAMS
+  ASSERT_NE(line, std::string::npos) << s.r.out;
+  const std::string reproduce = s.r.out.substr(line, s.r.out.find("RC_PARAMS=", line) - line);
+  EXPECT_NE(reproduce.find(" OMP_NUM_THREADS=2 "), std::string::npos) << reproduce;
+  const nlohmann::json j = nlohmann::json::parse(test::slurp((s.out / "GT2.matmul.rows.json").string()));
+  const nlohmann::json& e = j["akv_gate_counterexample"]["environment"];
+  EXPECT_EQ(e["env"]["OMP_NUM_THREADS"], "2");
+  EXPECT_EQ(e["env"]["BLIS_ARCH_TYPE"], "haswell");
+  EXPECT_EQ(e["library"]["sha256"].get<std::string>().size(), 64u);
+  EXPECT_FALSE(e["cpu"]["model"].get<std::string>().empty());
+  EXPECT_TRUE(e["cpu"]["flags"].is_array());
+  EXPECT_FALSE(e["akv"]["version"].get<std::string>().empty());
+  // The other batch the row was compared against is in the file when that comparison ran.
+  EXPECT_TRUE(j["case"].contains("X")) << j.dump();
+}
+
+TEST(GT5_GateReport, MessagesLeadWithWhatFailed) {
+  const std::string rc = "/src/akv/verify/gate/op_props.cpp:146:\nRC_FAIL(gate_d_)\n\nrow 0 of M=2 vs the row alone: not bitwise equal";
+  const std::string m = gate::lead_with_failure(rc);
+  EXPECT_EQ(m.substr(0, m.find('\n')), "row 0 of M=2 vs the row alone: not bitwise equal") << m;
+  EXPECT_NE(m.find("(RC_FAIL(gate_d_))"), std::string::npos) << m;
+  const std::string a = gate::lead_with_failure("Falsifiable after 3 tests\n\nx.cpp:9:\nRC_ASSERT(d == std::string())\n\nExpands to:\n\"K differs\" == \"\"");
+  EXPECT_EQ(a.rfind("assertion failed: d == std::string() (\"K differs\" == \"\")", 0), 0u) << a;
+  EXPECT_NE(a.find("Falsifiable after 3 tests"), std::string::npos) << a;
+  EXPECT_EQ(gate::lead_with_failure("plain text"), "plain text");
+  // In a real report: the check's own sentence right under FAIL, never a path or a macro.
+  const SplitKRun& s = split_k_run();
+  const size_t at = s.r.out.find("FAIL GT2.matmul.rows");
+  ASSERT_NE(at, std::string::npos) << s.r.out;
+  const size_t l2 = s.r.out.find('\n', at) + 1;
+  const std::string first = s.r.out.substr(l2, s.r.out.find('\n', l2) - l2);
+  EXPECT_NE(first.find("not bitwise equal"), std::string::npos) << first;
+  EXPECT_EQ(first.find("RC_"), std::string::npos) << first;
+  EXPECT_EQ(first.find(".cpp"), std::string::npos) << first;
+  EXPECT_NE(s.r.out.find("failed again in 5 of 5 reruns"), std::string::npos) << s.r.out;  // deterministic: not flaky
+}
+
+TEST(GT5_GateReport, JunitIsValidXmlWithOneTestcasePerCheck) {
+  EXPECT_EQ(gate::xml_escape("a<b>&\"c'\x01"), "a&lt;b&gt;&amp;&quot;c&apos;\xEF\xBF\xBD");
+  const SplitKRun& s = split_k_run();
+  const std::string xml = (s.out / "junit.xml").string();
+  ASSERT_TRUE(fs::exists(xml)) << s.r.out;
+  // Parsed by Python's XML parser: testcases, the failure with its message, skipped with a reason.
+  const std::string py =
+      "import sys, xml.etree.ElementTree as E\n"
+      "r = E.parse(sys.argv[1]).getroot()\n"
+      "cs = r.findall('testsuite/testcase')\n"
+      "f = {c.get('name'): c for c in cs}\n"
+      "rows = f['GT2.matmul.rows'].find('failure')\n"
+      "assert rows is not None and 'not bitwise equal' in rows.get('message'), rows\n"
+      "assert 'reproduce' in rows.text\n"
+      "sk = f['GT2.rope.rows'].find('skipped')\n"
+      "assert sk is not None and sk.get('message'), sk\n"
+      "assert f['GT3.matmul.bound'].find('failure') is None\n"
+      "print(len(cs), r.find('testsuite').get('failures'))\n";
+  const fs::path script = s.out / "check_junit.py";
+  std::ofstream(script) << py;
+  const std::string got = s.out.string() + "/junit.out";
+  const int st = std::system(("python3 " + test::sh_quote(script.string()) + " " + test::sh_quote(xml) + " > " + test::sh_quote(got) + " 2>&1").c_str());
+  ASSERT_EQ(st, 0) << test::slurp(got) << test::slurp(xml);
+  int cases = 0, failures = 0;
+  std::istringstream(test::slurp(got)) >> cases >> failures;
+  EXPECT_EQ(cases, static_cast<int>(gate::check_ids().size()));
+  EXPECT_GE(failures, 1);
+}
+
+TEST(GT5_GateReport, TheCSnippetReproducesInTheAuthorsOwnTest) {
+  const SplitKRun& s = split_k_run();
+  const fs::path c = s.out / "GT2.matmul.rows.c";
+  ASSERT_TRUE(fs::exists(c)) << s.r.out;
+  EXPECT_NE(test::slurp(c.string()).find("static const float X["), std::string::npos);
+  // Compiled with the C compiler against the broken library it fails (1), against the sound one it holds (0).
+  for (const auto& [lib, want] : std::vector<std::pair<std::string, int>>{{AKV_BROKEN_SPLIT_K, 1}, {AKV_SOUND_BASE, 0}}) {
+    const std::string exe = (s.out / ("cx_" + std::to_string(want))).string();
+    const std::string build = "cc -std=c11 -Werror -Wall -DAKV_CX_MAIN -I " + test::sh_quote(std::string(AKV_SOURCE_DIR) + "/include") + " " +
+                              test::sh_quote(c.string()) + " " + test::sh_quote(lib) + " -lm -o " + test::sh_quote(exe);
+    ASSERT_EQ(std::system(build.c_str()), 0) << build;
+    const int st = std::system(("LD_LIBRARY_PATH=" + test::sh_quote(fs::path(lib).parent_path().string()) + " " + test::sh_quote(exe) + " 2>/dev/null").c_str());
+    ASSERT_TRUE(WIFEXITED(st));
+    EXPECT_EQ(WEXITSTATUS(st), want) << lib;
+  }
+}
+
+TEST(GT5_GateReport, AReplayThatPassesSaysItDidNotReproduce) {
+  const SplitKRun& s = split_k_run();
+  const size_t at = s.r.out.find("RC_PARAMS=\"");
+  ASSERT_NE(at, std::string::npos) << s.r.out;
+  const std::string rc = s.r.out.substr(at + 11, s.r.out.find('"', at + 11) - at - 11);
+  // The failure's replay on the defect's sound base (the kernel "fixed"): a pass that says so.
+  const test::CliRun fixed = test::run_akv({"gate", "--kernels", AKV_SOUND_BASE, "--cases", "40", "--seed", "2", "--check",
+                                            "GT2.matmul.rows", "--out", s.out.string()},
+                                           "RC_PARAMS=" + test::sh_quote(rc));
+  EXPECT_EQ(fixed.code, 0) << fixed.out << fixed.err;
+  EXPECT_NE(fixed.out.find("did not reproduce"), std::string::npos) << fixed.out;
+  // On the broken library it fails in every replay.
+  const test::CliRun again = test::run_akv({"gate", "--kernels", AKV_BROKEN_SPLIT_K, "--cases", "40", "--seed", "2", "--check",
+                                            "GT2.matmul.rows", "--out", s.out.string()},
+                                           "RC_PARAMS=" + test::sh_quote(rc));
+  EXPECT_EQ(again.code, 1) << again.out;
+  EXPECT_NE(again.out.find("reproduced in 5 of 5 replays"), std::string::npos) << again.out;
+  // A reproduce string of another check is exit 2, never a silent fresh run.
+  const test::CliRun other = test::run_akv({"gate", "--kernels", AKV_SOUND_BASE, "--check", "GT2.matmul.threads"},
+                                           "RC_PARAMS=" + test::sh_quote(rc));
+  EXPECT_EQ(other.code, 2) << other.out << other.err;
+  EXPECT_NE(other.err.find("not --check GT2.matmul.threads"), std::string::npos) << other.err;
+}
+
+TEST(GT5_GateReport, TheDocsListTheRegistrysChecksAndExitCodes) {
+  const std::string doc = test::slurp(std::string(AKV_SOURCE_DIR) + "/docs/gate.md");
+  const std::string begin = "<!-- akv gate --list --markdown -->\n", end = "<!-- end -->";
+  const size_t b = doc.find(begin);
+  ASSERT_NE(b, std::string::npos) << "docs/gate.md has no generated table";
+  const size_t e = doc.find(end, b);
+  ASSERT_NE(e, std::string::npos);
+  EXPECT_EQ(doc.substr(b + begin.size(), e - b - begin.size()), gate::check_list_markdown())
+      << "regenerate it: akv gate --list --markdown";
+  const test::CliRun list = test::run_akv({"gate", "--list"});
+  EXPECT_EQ(list.code, 0) << list.err;
+  EXPECT_EQ(list.out, gate::check_list_text() + "\nExit codes:\n" + gate::exit_codes_text());
+  for (const std::string& id : gate::check_ids()) EXPECT_NE(list.out.find(id), std::string::npos) << id;
+  const test::CliRun help = test::run_akv({"gate", "--help"});
+  EXPECT_NE(help.out.find("vary threads too"), std::string::npos) << help.out;
+  EXPECT_NE(help.out.find("GT4.I1_PropInvariance.Chunkings"), std::string::npos) << help.out;
+}
+
+TEST(GT4_GateEndToEnd, TheBudgetStopsAddingCasesAndSaysHowManyRan) {
+  gate::Options o = opts(1000);
+  o.e2e_cases = 100000;  // far more than fit in the budget
+  o.budget_s = 1;
+  const auto t0 = std::chrono::steady_clock::now();
+  const gate::Check c = gate::run_check("GT4.I1_PropInvariance.Chunkings", set_of(reference_kernels()), o);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 30.0);
+  EXPECT_EQ(c.result, "pass") << c.message;
+  EXPECT_TRUE(c.budget_stopped);
+  EXPECT_GE(c.cases, 1);
+  EXPECT_LT(c.cases, 100000);
+  EXPECT_NE(c.message.find("stopped at the time budget"), std::string::npos) << c.message;
+  // A budget too small for a single case is a failure that says nothing was checked.
+  o.budget_s = 1e-9;
+  const gate::Check none = gate::run_check("GT4.I1_PropInvariance.Chunkings", set_of(reference_kernels()), o);
+  EXPECT_EQ(none.result, "fail");
+  EXPECT_EQ(none.cases, 0);
+  EXPECT_NE(none.message.find("nothing was checked"), std::string::npos) << none.message;
 }
 
 }  // namespace

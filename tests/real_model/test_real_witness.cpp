@@ -103,6 +103,20 @@ TEST(E1_RealModelBackends, ReferenceAndCudaEmuOnAShortConversation) {
   }
 }
 
+// O10 on the real template: an account number removed from inside a tool result (in Japanese:
+// the BPE re-merges across the cut) is exact against the conversation rendered without it.
+TEST(O10_RealModelRedact, AnAccountNumberInsideAToolResult) {
+  WitnessOptions o;
+  o.model = kDefaultRealModel;
+  o.redact = {{2, "0123-456-\u666e\u901a-789012"}};
+  const WitnessReport r = run_witness(load_conversation(test::example("ja01_banking_bill_important_instructions.json")), o);
+  expect_exact(r);
+  ASSERT_EQ(r.redacted.size(), 1u);
+  EXPECT_EQ(r.redacted[0].occurrences, 1u);
+  EXPECT_GT(r.tokens_evicted, r.tokens_inserted);
+  EXPECT_EQ(r.tokens_recomputed, r.tokens_inserted + r.tokens_survivors);
+}
+
 // The CLI: --model smollm2 and --model PATH.gguf are the same model, the same bits.
 TEST(O5_RealModelCli, NamedModelAndPathGiveTheSameReport) {
   const std::string f = test::source_dir() + "/tests/real_model/data/short_poisoned.json";

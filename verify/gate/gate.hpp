@@ -19,8 +19,15 @@ struct Options {
   uint64_t seed = 0;          // RapidCheck seed (reproducible runs)
   std::string model = "tiny"; // the end-to-end checks' model (verify/models.hpp names)
   std::string out = "gate-counterexamples";  // counterexample files go here
-  int e2e_tokens = 160;       // tokens per end-to-end conversation at most
+  int e2e_tokens = 96;        // tokens per end-to-end conversation at most
+  int e2e_cases = 0;          // cases per end-to-end property; 0: cases / 5, at least 1
+  double budget_s = 20;       // seconds a check draws new cases; then it stops (and shrinks as long again)
+  int reruns = 5;             // a failing case is rerun so often to tell whether it is flaky
+  nlohmann::json environment; // environment.hpp's record: written into every counterexample file
 };
+
+/// The cases an end-to-end property runs under `o` (e2e_cases, else cases / 5, at least 1).
+int e2e_cases(const Options& o);
 
 /// One property's verdict.
 struct Check {
@@ -36,6 +43,11 @@ struct Check {
   std::string counterexample;  // file written, "" when none
   long counterexample_bytes = 0;
   std::string counterexample_shape;  // "M=2 n=17 d=1", "3 spans, 41 tokens"
+  std::string c_snippet;    // the op counterexample as C (c_snippet.hpp), "" when none
+  int target_cases = 0;     // cases asked for; cases < target_cases when the budget stopped it
+  bool budget_stopped = false;  // the time budget (Options::budget_s) ended the drawing of cases
+  int reruns = 0, reproduced = 0;  // a failure's shrunk case rerun `reruns` times; it failed `reproduced` times
+  double seconds = 0;       // wall time of the check
 };
 
 /// Every check in order: per provided op its invariance then accuracy properties, then the
@@ -54,6 +66,12 @@ std::vector<std::string> check_ids();
 /// says of a check whose process died before it could report, cli/gate_isolate.hpp).
 /// Error(kBadInput) naming the ids when there is none.
 Check describe_check(const std::string& property);
+
+/// The key of `property` in RC_PARAMS' reproduce map: its id ("GT2.matmul.rows"), or the
+/// RapidCheck id of an end-to-end property. Error(kBadInput) for an unknown id.
+std::string replay_key(const std::string& property);
+/// The keys of RC_PARAMS' reproduce map (empty when it replays nothing).
+std::vector<std::string> replay_keys();
 
 /// A Check as the JSON of `akv gate --json` ("property", "op", ... "counterexample_shape"),
 /// and back; check_from_json throws Error(kBadInput) naming a missing or mistyped key.

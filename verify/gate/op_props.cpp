@@ -208,6 +208,9 @@ void matmul_rows(const OpSet& s) {
   const int M2 = cap_rows(gen_rows_m(1), static_cast<long long>(c.n) * c.d, kMatmulBudget), j = *rc::gen::inRange(0, M2);
   Vec X2 = values(static_cast<size_t>(M2) * c.n, gen_seed(), Fam::kPlain);
   std::copy(row.begin(), row.end(), X2.begin() + static_cast<ptrdiff_t>(j) * c.n);
+  json noted = noted_case();  // the counterexample file holds the other batch too
+  noted["other"] = {{"row", i}, {"M", M2}, {"j", j}, {"X", X2}};
+  note_op_case(std::move(noted), noted_shape());
   const Vec other = matmul(s, X2, M2, W, c.n, c.d);
   GATE_SAME(diff(other, static_cast<size_t>(j) * c.d, alone, 0, c.d,
                  "row " + std::to_string(i) + " as row " + std::to_string(j) + " of another batch of M=" + std::to_string(M2)));
