@@ -3,6 +3,7 @@
 // backend's fused forward equals it over the cpu table; a table's evict op is held to E3.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -30,6 +31,42 @@ std::unique_ptr<Backend> composed(std::shared_ptr<const Model> m, std::shared_pt
 
 check::Run run(Backend& b, const std::vector<Token>& t, std::initializer_list<size_t> lengths) {
   return check::run_chunked(b, t, lengths);
+}
+
+// A table whose set_threads and matmul record the thread count each call ran at.
+struct ThreadLog {
+  int32_t current = 1;
+  std::vector<int32_t> seen;  // the count at each matmul call
+};
+ThreadLog g_log;
+int log_set_threads(void*, int32_t n) { return g_log.current = n, 0; }
+void log_matmul(void* ctx, float* Y, size_t ldy, const float* X, size_t ldx, int32_t M, const float* W, const void* p,
+                int32_t n, int32_t d, float* sc) {
+  g_log.seen.push_back(g_log.current);
+  reference_kernels()->matmul(ctx, Y, ldy, X, ldx, M, W, p, n, d, sc);
+}
+
+// GT4 mixes thread counts in one case: backends over one table (one plugin, one ctx) each
+// compute at their own count, whichever was made last.
+TEST(GT4_ComposedThreads, EachBackendComputesAtItsOwnThreadCount) {
+  akv_kernels t{};
+  t.abi_version = AKV_KERNELS_ABI_VERSION, t.name = "thread-log", t.provides = AKV_OP_MATMUL;
+  t.set_threads = log_set_threads, t.matmul = log_matmul;
+  const auto s = set_of(&t);
+  const auto m = check::tiny_model();
+  ComposedOptions one, three;
+  one.threads = 1, three.threads = 3;
+  auto a = make_composed_backend(m, s, one), b = make_composed_backend(m, s, three);
+  const auto tok = check::tokens(5, 1, m->config.vocab);
+  for (Backend* be : {a.get(), b.get(), a.get()}) {
+    g_log.seen.clear();
+    Session sess(*be);
+    sess.append(0, tok);
+    ASSERT_FALSE(g_log.seen.empty());
+    const int32_t want = be == a.get() ? 1 : 3;
+    EXPECT_TRUE(std::all_of(g_log.seen.begin(), g_log.seen.end(), [&](int32_t n) { return n == want; }))
+        << be->name() << " ran at " << g_log.seen.front() << " threads, not " << want;
+  }
 }
 
 TEST(GT7_ComposedForward, OverTheReferenceTableIsTheReferenceBackend) {

@@ -16,8 +16,7 @@ class ComposedBackend final : public Backend {
  public:
   ComposedBackend(std::shared_ptr<const Model> m, std::shared_ptr<const OpSet> ops, ComposedOptions opt)
       : model_(std::move(m)), ops_(std::move(ops)), t_(ops_->ops()), opt_(std::move(opt)), poison_(default_scratch_poison()) {
-    if (opt_.threads > 0 && ops_->has_threads() && !ops_->set_threads(opt_.threads))
-      throw Error(ErrorCode::kBadKernels, ops_->source() + ": set_threads(" + std::to_string(opt_.threads) + ") refused");
+    apply_threads();
     if (t_.prepare_weight != nullptr) {
       const Config& c = model_->config;
       auto prep = [&](const std::vector<float>& w, int d, int n) {
@@ -45,6 +44,7 @@ class ComposedBackend final : public Backend {
   void set_scratch_poison(std::optional<float> value) override { poison_ = value; }
 
   void forward_rows(KVCache& cache, std::span<const Token> tokens, RowList rows, std::span<float> logits) override {
+    apply_threads();
     const size_t vocab = static_cast<size_t>(model_->config.vocab);
     const size_t step = opt_.max_rows > 0 ? static_cast<size_t>(opt_.max_rows) : tokens.size();
     size_t j = 0;  // logits rows written so far
@@ -60,6 +60,7 @@ class ComposedBackend final : public Backend {
 
   std::optional<size_t> edit_for_evict(KVCache& cache, size_t begin, size_t end) override {
     if (!(ops_->own() & AKV_OP_EVICT)) return std::nullopt;
+    apply_threads();
     const Config& c = model_->config;
     const size_t kvd = static_cast<size_t>(c.kv_dim()), size = cache.size(), len = end - begin;
     std::vector<float*> k(c.n_layers), v(c.n_layers);
@@ -91,6 +92,13 @@ class ComposedBackend final : public Backend {
   }
 
  private:
+  // The table is shared by every backend made over it (one plugin, one ctx): each call sets
+  // this backend's thread count first, so backends of other thread counts in one process
+  // really compute at theirs (GT4 compares an evicted run at 1 thread with a never-shown at 3).
+  void apply_threads() const {
+    if (opt_.threads > 0 && ops_->has_threads() && !ops_->set_threads(opt_.threads))
+      throw Error(ErrorCode::kBadKernels, ops_->source() + ": set_threads(" + std::to_string(opt_.threads) + ") refused");
+  }
   // One chunk of M rows: M11 with every op called on all rows at once; logits for the chunk
   // rows `want`, densely (want.size(), vocab).
   void chunk(KVCache& cache, std::span<const Token> tokens, const std::vector<int>& want, float* logits) {
