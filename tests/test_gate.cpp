@@ -12,6 +12,8 @@
 #include <memory>
 #include <sstream>
 
+#include <unistd.h>
+
 #include "cli_support.hpp"
 #include "optimized/composed/plugin.hpp"
 #include "optimized/cpu/c_kernels.hpp"
@@ -47,7 +49,7 @@ gate::Options opts(int cases = 60) {
   gate::Options o;
   o.cases = cases;
   o.seed = 11;
-  o.out = (fs::temp_directory_path() / "akv_test_gate").string();
+  o.out = (fs::temp_directory_path() / ("akv_test_gate_" + std::to_string(::getpid()))).string();
   return o;
 }
 
@@ -626,9 +628,10 @@ TEST(GT9_OwnTables, PassEveryOpProperty) {
 
 // ---- GT5: the report as a kernel author and a CI read it
 
-// The split-K defect's rows failure, run once for the tests below (text report, JUnit, C file).
+// The split-K defect's rows failure, run once for the tests below (text report, JUnit, C file),
+// in a folder of this process's own: ctest runs each test as a process, two at a time.
 struct SplitKRun {
-  fs::path out = fs::temp_directory_path() / "akv_test_gate_report";
+  fs::path out = fs::temp_directory_path() / ("akv_test_gate_report_" + std::to_string(::getpid()));
   test::CliRun r;
   SplitKRun() {
     fs::remove_all(out);
