@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <limits>
+#include <optional>
 #include <fstream>
 #include <sstream>
 
@@ -124,6 +125,26 @@ std::string no_reproduce(int runs, const nlohmann::json& env) {
                      runs, environment_line(env));
 }
 
+// A replay (RC_PARAMS reproduce=): the one case o.reruns times, so that a flaky failure shows as
+// some of them. Returns the first failing run; when none failed, fills `c` as a pass that did
+// not reproduce and returns nullopt.
+template <class Run, class Fails>
+auto replay_case(Check& c, const Options& o, Run&& run, Fails&& fails) -> std::optional<decltype(run())> {
+  std::optional<decltype(run())> first;
+  int failed = 0, runs = 0;
+  for (; runs < std::max(o.reruns, 1); ++runs) {
+    auto again = run();
+    if (fails(again) && failed++ == 0) first = std::move(again);
+  }
+  c.reruns = runs, c.reproduced = failed;
+  if (failed == 0) {
+    c.result = "pass";
+    c.cases = 1;
+    c.message = no_reproduce(runs, o.environment);
+  }
+  return first;
+}
+
 // "<out>/<name>" with `body`, written to a file of this process's and renamed into
 // place (two gates sharing --out never leave a torn file); the path and its size go into c.
 std::string write_out(const Options& o, const std::string& name, const std::string& body) {
@@ -209,20 +230,14 @@ Check run_op(const OpProperty& p, const OpSet& s, const Options& o) {
   const bool replay = configured.count(id) > 0;
   auto seconds = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
   OpRun r;
-  if (replay) {  // RC_PARAMS reproduce=: the one case, o.reruns times (a flaky failure shows as some of them)
-    int failed = 0, runs = 0;
-    for (; runs < std::max(o.reruns, 1); ++runs) {
-      OpRun again = run_op_once(p, s, o, configured, kNoBudget);
-      if (again.result.is<rc::detail::FailureResult>() && failed++ == 0) r = std::move(again);
-    }
-    c.reruns = runs, c.reproduced = failed;
-    if (failed == 0) {
-      c.result = "pass";
-      c.cases = 1;
-      c.message = no_reproduce(runs, o.environment);
+  if (replay) {
+    auto first = replay_case(c, o, [&] { return run_op_once(p, s, o, configured, kNoBudget); },
+                             [](const OpRun& x) { return x.result.is<rc::detail::FailureResult>(); });
+    if (!first) {
       c.seconds = seconds();
       return c;
     }
+    r = std::move(*first);
   } else {
     r = run_op_once(p, s, o, configured, o.budget_s);
   }
@@ -333,19 +348,12 @@ Check run_e2e(const std::string& id, std::shared_ptr<const OpSet> s, const Optio
   };
   prop::Outcome out;
   if (replay) {
-    int failed = 0, runs = 0;
-    for (; runs < std::max(o.reruns, 1); ++runs) {
-      prop::Outcome again = once("", kNoBudget);
-      if (!again.passed && failed++ == 0) out = std::move(again);
-    }
-    c.reruns = runs, c.reproduced = failed;
-    if (failed == 0) {
-      c.result = "pass";
-      c.cases = 1;
-      c.message = no_reproduce(runs, o.environment);
+    auto first = replay_case(c, o, [&] { return once("", kNoBudget); }, [](const prop::Outcome& x) { return !x.passed; });
+    if (!first) {
       c.seconds = seconds();
       return c;
     }
+    out = std::move(*first);
   } else {
     out = once("", o.budget_s);
   }
