@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "cli_support.hpp"
+#include "support.hpp"
 #include "optimized/composed/plugin.hpp"
 #include "optimized/cpu/c_kernels.hpp"
 #include "optimized/cpu/kernels.hpp"
@@ -604,6 +605,33 @@ TEST(GT5_GateCounterexample, TheEndToEndFileReRunsInTheWitness) {
     if (w == AKV_BROKEN_SPLIT_K) w = AKV_SOUND_BASE;
   const test::CliRun control = test::run_akv(argv);
   EXPECT_EQ(control.code, 0) << control.out << control.err;
+}
+
+// O5: the witness over a kernel library runs its never-shown session at a second thread count
+// too. A thread-split attention is deterministic per count, so evict == never holds within one
+// configuration (--same-config passes, the weaker claim) and only the second one catches it.
+TEST(O5_WitnessKernels, AThreadDefectFailsOnlyAcrossThreadCounts) {
+  const std::string conv = test::example("ad01_banking_ut0_gpt4omini.json");
+  const std::vector<std::string> base{"witness", conv, "--model", "tiny", "--threads", "1", "--json"};
+  auto run = [&](const char* lib, std::vector<std::string> extra) {
+    std::vector<std::string> argv = base;
+    argv.insert(argv.end(), {"--kernels", lib});
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    return test::run_akv(argv);
+  };
+  const test::CliRun broken = run(AKV_BROKEN_THREADS, {});
+  ASSERT_EQ(broken.code, 1) << broken.out << broken.err;
+  const nlohmann::json b = gate_json(broken);
+  EXPECT_EQ(b["passed"], false);
+  EXPECT_EQ(b["cross_config_identical"], false);
+  EXPECT_NE(b["cross_config"].get<std::string>().find("2 threads"), std::string::npos) << b["cross_config"];
+  EXPECT_EQ(b["evict_vs_never_max_abs"], 0.0);  // within one configuration the defect is invisible
+  const test::CliRun same = run(AKV_BROKEN_THREADS, {"--same-config"});
+  EXPECT_EQ(same.code, 0) << same.out << same.err;
+  // The control: the defect's sound base passes under both configurations.
+  const test::CliRun sound = run(AKV_SOUND_BASE, {});
+  EXPECT_EQ(sound.code, 0) << sound.out << sound.err;
+  EXPECT_EQ(gate_json(sound)["cross_config_identical"], true);
 }
 
 // ---- GT9: akv's own tables pass every op property that applies

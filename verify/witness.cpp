@@ -42,11 +42,18 @@ WitnessReport run_witness(const Conversation& conv, const WitnessOptions& opt) {
 BackendOptions cross_config_options(const std::string& backend, const BackendDescription& first, const BackendOptions& options,
                                     int cross_threads, const std::string& cross_isa) {
   BackendOptions o = options;
-  if (backend != "cpu" || !options.kernels.empty()) {
+  const int other_threads = cross_threads ? cross_threads : first.threads == 1 ? 2 : 1;
+  // A kernel library is run at another thread count too (its set_threads; a library without
+  // one ignores the count), so a thread-split reduction in it shows here, not only in the gate.
+  if (backend == "kernels" || !options.kernels.empty()) {
+    o.threads = other_threads;
+    return o;
+  }
+  if (backend != "cpu") {
     if (cross_threads) o.threads = cross_threads;
     return o;
   }
-  o.threads = cross_threads ? cross_threads : first.threads == 1 ? 2 : 1;
+  o.threads = other_threads;
   if (!cross_isa.empty()) {
     o.isa = cross_isa;
     return o;

@@ -57,8 +57,9 @@ struct WitnessOptions {
 
 /// The second configuration of the witness (O5) for `backend` run as `first`: for cpu, another
 /// thread count (1 if it ran more, else 2) and another ISA this CPU runs (a native one first,
-/// then avx512_simde, then portable); for the other backends the same options (only the
-/// scratch poison differs). `cross_threads` / `cross_isa` override the choice.
+/// then avx512_simde, then portable); for a kernel library (`kernels`, or `--kernels`) another
+/// thread count the same way; for the other backends the same options (only the scratch
+/// poison differs). `cross_threads` / `cross_isa` override the choice.
 BackendOptions cross_config_options(const std::string& backend, const BackendDescription& first, const BackendOptions& options,
                                     int cross_threads = 0, const std::string& cross_isa = "");
 
