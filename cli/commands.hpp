@@ -21,5 +21,6 @@ Command add_rope(CLI::App& app);
 Command add_leakage(CLI::App& app);
 Command add_gate(CLI::App& app);
 Command add_verify(CLI::App& app);
+Command add_serve(CLI::App& app);
 
 }  // namespace akv::cli

@@ -63,6 +63,8 @@ class ChatmlEncoder final : public ChatEncoder {
     return s;
   }
 
+  Token end_of_turn() const override { return end_; }
+
   // Decoded bytes (CT4): specials as their names, an id outside the vocabulary as
   // <|invalid N|>, and a byte that is not part of valid UTF-8 as \xNN.
   std::string render(const std::vector<Token>& ids) const override {

@@ -44,6 +44,9 @@ class ChatEncoder {
   /// `<|im_start|>assistant\n` (the special token, then "assistant\n" tokenized on its own, as
   /// CT3 tokenizes a message's text); the fixture's `<|assistant|>` marker. Never empty.
   virtual std::vector<Token> generation_prompt() const = 0;
+  /// The token that closes a message: a reply ends when it is drawn (spec/serving.md SV1):
+  /// ChatML's `<|im_end|>`, the fixture's `<|end|>`.
+  virtual Token end_of_turn() const = 0;
 };
 
 /// The fixture encoder of the synthetic models: encode_message per message, no preamble.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <string>
 
 #include "reference/error.hpp"
@@ -41,17 +42,17 @@ std::vector<float> Session::run(std::span<const Token> tokens, RowList rows) {
   return logits;
 }
 
-std::vector<float> Session::append(SpanId id, std::span<const Token> tokens, LogitRows want) {
+bool Session::check_append(SpanId id, std::span<const Token> tokens) const {
   check_tokens(tokens);
   if (evicted_.count(id)) throw Error(ErrorCode::kSpanEvicted, "append: " + span_name(id) + " was evicted");
   const bool extend = !spans_.empty() && spans_.back().id == id;
   if (!extend && std::any_of(spans_.begin(), spans_.end(), [&](const SpanInfo& s) { return s.id == id; }))
     throw Error(ErrorCode::kSpanNotAtTail, "append: " + span_name(id) + " is not the last span; only the last can grow");
+  return extend;
+}
 
-  const size_t start = cache_.size();
-  const uint32_t last = static_cast<uint32_t>(tokens.size() - 1);
-  std::vector<float> logits = want == LogitRows::kAll ? run(tokens, {}) : run(tokens, RowList(&last, 1));
-  const size_t vocab = static_cast<size_t>(model().config.vocab);
+void Session::record_append(SpanId id, std::span<const Token> tokens, size_t start, bool extend,
+                            std::span<const float> last) {
   tokens_.insert(tokens_.end(), tokens.begin(), tokens.end());
   entry_span_.insert(entry_span_.end(), tokens.size(), id);
   if (extend) {
@@ -60,8 +61,55 @@ std::vector<float> Session::append(SpanId id, std::span<const Token> tokens, Log
     spans_.push_back({id, start, tokens.size()});
     span_last_logits_.emplace_back();
   }
-  span_last_logits_.back().assign(logits.end() - static_cast<std::ptrdiff_t>(vocab), logits.end());
+  span_last_logits_.back().assign(last.begin(), last.end());
+}
+
+std::vector<float> Session::append(SpanId id, std::span<const Token> tokens, LogitRows want) {
+  const bool extend = check_append(id, tokens);
+  const size_t start = cache_.size();
+  const uint32_t last = static_cast<uint32_t>(tokens.size() - 1);
+  std::vector<float> logits = want == LogitRows::kAll ? run(tokens, {}) : run(tokens, RowList(&last, 1));
+  const size_t vocab = static_cast<size_t>(model().config.vocab);
+  record_append(id, tokens, start, extend, std::span<const float>(logits).last(vocab));
   return logits;
+}
+
+std::vector<std::vector<float>> Session::append_batch(std::span<const BatchAppend> items) {
+  std::vector<std::vector<float>> out(items.size());
+  if (items.empty()) return out;
+  std::vector<bool> extend(items.size());
+  std::vector<size_t> start(items.size());
+  std::vector<uint32_t> last(items.size());
+  std::set<const Session*> seen;
+  Backend* backend = items[0].session->backend_;
+  for (size_t i = 0; i < items.size(); ++i) {
+    const BatchAppend& it = items[i];
+    const std::string which = "append_batch: item " + std::to_string(i);
+    if (!seen.insert(it.session).second) throw Error(ErrorCode::kBadInput, which + ": its session is named twice");
+    if (it.session->backend_ != backend) throw Error(ErrorCode::kBadInput, which + ": its session runs on another backend");
+    try {
+      extend[i] = it.session->check_append(it.id, it.tokens);
+    } catch (const Error& e) {
+      throw Error(e.code(), which + ": " + e.what());
+    }
+    start[i] = it.session->cache_.size();
+    last[i] = static_cast<uint32_t>(it.tokens.size() - 1);
+  }
+  const size_t vocab = static_cast<size_t>(items[0].session->model().config.vocab);
+  std::vector<BatchItem> batch(items.size());
+  for (size_t i = 0; i < items.size(); ++i) {
+    out[i].resize(vocab);
+    batch[i] = {&items[i].session->cache_, items[i].tokens, out[i], RowList(&last[i], 1)};
+  }
+  try {
+    backend->forward_batch(batch);
+  } catch (...) {
+    for (size_t i = 0; i < items.size(); ++i) items[i].session->cache_.truncate(start[i]);
+    throw;
+  }
+  for (size_t i = 0; i < items.size(); ++i)
+    items[i].session->record_append(items[i].id, items[i].tokens, start[i], extend[i], out[i]);
+  return out;
 }
 
 size_t Session::check_evict(std::span<const SpanId> ids, std::set<SpanId>& doomed) const {

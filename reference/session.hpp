@@ -39,6 +39,15 @@ struct SpanEdit {
 /// Only returned rows pass through the final RMSNorm and the classifier (Backend::forward_rows).
 enum class LogitRows { kAll, kLast };
 
+class Session;
+
+/// One append of Session::append_batch: `tokens` (m >= 1) to span `id` of `session`.
+struct BatchAppend {
+  Session* session = nullptr;
+  SpanId id = 0;
+  std::span<const Token> tokens;
+};
+
 class Session {
  public:
   /// A session over `backend` (not owned; must outlive the session), empty cache.
@@ -49,6 +58,15 @@ class Session {
   /// (extended: decode). Errors, session unchanged: kEmptyInput (m == 0), kInvalidToken,
   /// kContextOverflow (size() + m > max_ctx), kSpanEvicted, kSpanNotAtTail.
   std::vector<float> append(SpanId id, std::span<const Token> tokens, LogitRows want = LogitRows::kAll);
+
+  /// O2 over several sessions in one backend call (Backend::forward_batch, continuous batching):
+  /// item i gets the last-row logits (vocab,) that items[i].session->append(id, tokens, kLast)
+  /// gives alone (I1), and its session changes as that append changes it. The sessions are
+  /// distinct and share one backend. Errors, every session unchanged: those of append for any
+  /// item (checked for all before anything runs; the message names the item), kBadInput for a
+  /// session named twice or sessions over different backends. A failed backend call truncates
+  /// every cache back.
+  static std::vector<std::vector<float>> append_batch(std::span<const BatchAppend> items);
 
   /// O3. Evicts the spans `ids` at once: truncates the cache at the first one's start and
   /// re-runs every surviving later token, with its span id, at its new position. Entries
@@ -97,6 +115,11 @@ class Session {
 
  private:
   void check_tokens(std::span<const Token> tokens) const;
+  // append's checks (O6); true when `id` is the last span (it grows).
+  bool check_append(SpanId id, std::span<const Token> tokens) const;
+  // append's bookkeeping after the backend appended `tokens` at [start, ...): `last` is the
+  // last row's logits (vocab,).
+  void record_append(SpanId id, std::span<const Token> tokens, size_t start, bool extend, std::span<const float> last);
   // Validates an eviction request (O6 errors); returns the index in spans_ of its first span.
   size_t check_evict(std::span<const SpanId> ids, std::set<SpanId>& doomed) const;
   // O3/O10's tail: keeps spans_[0, first), truncates the cache at `from` (>= f) and re-runs

@@ -7,34 +7,28 @@
 
 namespace akv {
 
+Sha256::Sha256() : ctx_(EVP_MD_CTX_new(), EVP_MD_CTX_free) {
+  if (!ctx_ || EVP_DigestInit_ex(ctx_.get(), EVP_sha256(), nullptr) != 1) throw std::runtime_error("SHA-256 init failed");
+}
+
+void Sha256::add(const void* p, size_t n) {
+  if (n && EVP_DigestUpdate(ctx_.get(), p, n) != 1) throw std::runtime_error("SHA-256 update failed");
+}
+
+std::string Sha256::hex() {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned len = 0;
+  if (EVP_DigestFinal_ex(ctx_.get(), md, &len) != 1) throw std::runtime_error("SHA-256 final failed");
+  static const char* d = "0123456789abcdef";
+  std::string s;
+  for (unsigned i = 0; i < len; ++i) {
+    s.push_back(d[md[i] >> 4]);
+    s.push_back(d[md[i] & 15]);
+  }
+  return s;
+}
+
 namespace {
-class Sha256 {
- public:
-  Sha256() : ctx_(EVP_MD_CTX_new(), EVP_MD_CTX_free) {
-    if (!ctx_ || EVP_DigestInit_ex(ctx_.get(), EVP_sha256(), nullptr) != 1) throw std::runtime_error("SHA-256 init failed");
-  }
-  void add(const void* p, size_t n) {
-    if (n && EVP_DigestUpdate(ctx_.get(), p, n) != 1) throw std::runtime_error("SHA-256 update failed");
-  }
-  template <class T>
-  void add_pod(const T& v) { add(&v, sizeof v); }
-  std::string hex() {
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned len = 0;
-    if (EVP_DigestFinal_ex(ctx_.get(), md, &len) != 1) throw std::runtime_error("SHA-256 final failed");
-    static const char* d = "0123456789abcdef";
-    std::string s;
-    for (unsigned i = 0; i < len; ++i) {
-      s.push_back(d[md[i] >> 4]);
-      s.push_back(d[md[i] & 15]);
-    }
-    return s;
-  }
-
- private:
-  std::unique_ptr<EVP_MD_CTX, void (*)(EVP_MD_CTX*)> ctx_;
-};
-
 void add_cache(Sha256& h, const KVCache& c, size_t n) {
   const size_t bytes = n * static_cast<size_t>(c.kv_dim()) * sizeof(float);
   for (int l = 0; l < c.n_layers(); ++l) {

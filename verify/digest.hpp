@@ -1,13 +1,30 @@
 // SHA-256 digests of cache and logits bytes (OpenSSL EVP), the witness's evidence
 // (spec/operations.md O5).
 #pragma once
+#include <memory>
 #include <span>
 #include <string>
 
 #include "reference/kv_cache.hpp"
 #include "reference/session.hpp"
 
+struct evp_md_ctx_st;
+
 namespace akv {
+
+/// An incremental SHA-256 (OpenSSL EVP): add() bytes, then hex() once.
+class Sha256 {
+ public:
+  Sha256();
+  void add(const void* p, size_t n);
+  template <class T>
+  void add_pod(const T& v) { add(&v, sizeof v); }
+  /// Lower-case hex of the digest of everything added; call once.
+  std::string hex();
+
+ private:
+  std::unique_ptr<evp_md_ctx_st, void (*)(evp_md_ctx_st*)> ctx_;
+};
 
 /// Lower-case hex SHA-256 of `bytes`.
 std::string sha256_hex(std::span<const unsigned char> bytes);

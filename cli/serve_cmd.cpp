@@ -1,0 +1,104 @@
+// akv serve [--model M] [--host H] [--port P] [--api-key-file F] [--parallel N]
+//           [--cache-budget BYTES] [--audit-log FILE] [--guard REGEX]... [--backend B] ...
+// OpenAI's chat completions API on akv's exact cache (spec/serving.md, docs/serving.md).
+#include <fmt/format.h>
+#include <signal.h>
+
+#include <fstream>
+#include <iostream>
+#include <thread>
+
+#include "cli/commands.hpp"
+#include "cli/options.hpp"
+#include "cli/shared_options.hpp"
+#include "reference/error.hpp"
+#include "serve/http_server.hpp"
+#include "verify/backends.hpp"
+#include "verify/models.hpp"
+
+namespace akv::cli {
+namespace {
+struct ServeArgs {
+  std::string model = kDefaultRealModel;
+  uint64_t seed = 1;
+  std::string backend = "cpu";
+  BackendOptions bo;
+  serve::ServerOptions server;
+  serve::EngineOptions engine;
+  std::string api_key_file;
+};
+
+std::string read_key(const std::string& path) {
+  std::ifstream f(path);
+  if (!f) throw Error(ErrorCode::kBadInput, "--api-key-file " + path + ": cannot read");
+  std::string key;
+  std::getline(f, key);
+  while (!key.empty() && (key.back() == '\r' || key.back() == ' ')) key.pop_back();
+  if (key.size() < 16) throw Error(ErrorCode::kBadInput, "--api-key-file " + path + ": the key's first line has fewer than 16 characters");
+  return key;
+}
+
+int run_serve(ServeArgs& a) {
+  if (!a.api_key_file.empty()) a.server.api_key = read_key(a.api_key_file);
+  // SIGTERM/SIGINT are taken by one thread (sigwait) that stops accepting; the requests in
+  // flight finish (SV6). Blocked before any thread starts, so every thread inherits the mask.
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  LoadedModel lm = load_model(a.model, a.seed);
+  auto backend = make_backend(a.backend, lm.model, a.bo);
+  serve::Engine engine(std::move(lm), std::move(backend), a.engine);
+  serve::HttpServer http(engine, a.server);
+  const int port = http.bind();
+  const BackendDescription d = engine.backend_description();
+  std::cout << fmt::format("akv serve: listening on http://{}:{} (model {}, backend {}, {}, parallel {})", a.server.host, port,
+                           engine.model().name, d.name, describe_isa_threads(d), a.engine.parallel)
+            << std::endl;
+  std::thread signals([&] {
+    int sig = 0;
+    sigwait(&set, &sig);
+    std::cerr << "akv serve: signal " << sig << ": draining the requests in flight" << std::endl;
+    http.stop();
+  });
+  http.run();
+  // run() returned without a signal (a bind error later, say): wake the signal thread.
+  pthread_kill(signals.native_handle(), SIGTERM);
+  signals.join();
+  return 0;
+}
+}  // namespace
+
+Command add_serve(CLI::App& app) {
+  auto a = std::make_shared<ServeArgs>();
+  auto* s = app.add_subcommand("serve", "Serve OpenAI's chat completions API on the exact cache (docs/serving.md)");
+  add_model_option(s, a->model);
+  s->add_option("--seed", a->seed, "Weight seed (synthetic models)")->capture_default_str()->check(decimal(0, UINT64_MAX));
+  add_backend_options(s, a->backend, a->bo);
+  s->add_option("--host", a->server.host, "Address to listen on; off loopback it needs --api-key-file")->capture_default_str()->check(nonempty());
+  s->add_option("--port", a->server.port, "TCP port (0: any free one, printed)")->capture_default_str()->check(decimal(0, 65535));
+  s->add_option("--api-key-file", a->api_key_file, "File whose first line is the API key clients send as Bearer")->check(nonempty());
+  s->add_option("--parallel", a->engine.parallel, "Requests decoded together (continuous batching)")->capture_default_str()->check(decimal(1, 256));
+  s->add_option("--queue", a->engine.queue, "Requests that may wait beyond those; more get 429")->capture_default_str()->check(decimal(0, 100000));
+  s->add_option("--cache-budget", a->engine.cache_budget, "Bytes of K/V that idle sessions keep (LRU)")
+      ->capture_default_str()
+      ->check(decimal(0, UINT64_MAX));
+  s->add_option("--max-tokens-default", a->engine.default_max_tokens, "max_tokens of a request that names none")
+      ->capture_default_str()
+      ->check(decimal(1, 1u << 24));
+  s->add_option("--audit-log", a->server.audit_log, "Append one JSON line per reply, before it completes (akv audit LOG replays it)")
+      ->check(nonempty());
+  s->add_option("--guard", a->engine.guard_patterns,
+                "A regular expression (ECMAScript); a tool result that matches one is evicted before generation and reported")
+      ->check(nonempty());
+  s->add_option("--timeout", a->server.read_timeout_s, "Seconds a client may stall while sending or receiving")
+      ->capture_default_str()
+      ->check(decimal(1, 3600));
+  return {s, [a] {
+            a->server.write_timeout_s = a->server.read_timeout_s;
+            return run_serve(*a);
+          }};
+}
+
+}  // namespace akv::cli

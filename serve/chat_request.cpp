@@ -1,0 +1,109 @@
+#include "serve/chat_request.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+
+#include "reference/error.hpp"
+
+namespace akv::serve {
+namespace {
+using json = nlohmann::json;
+
+[[noreturn]] void bad(const std::string& field, const std::string& why) {
+  throw Error(ErrorCode::kBadInput, field + ": " + why);
+}
+
+double number(const json& j, const char* field) {
+  if (!j.is_number()) bad(field, "expected a number, got " + std::string(j.type_name()));
+  const double v = j.get<double>();
+  if (!std::isfinite(v)) bad(field, "not a finite number");
+  return v;
+}
+
+int64_t integer(const json& j, const char* field) {
+  if (!j.is_number_integer()) bad(field, "expected an integer, got " + std::string(j.type_name()));
+  return j.is_number_unsigned() ? static_cast<int64_t>(std::min<uint64_t>(j.get<uint64_t>(), INT64_MAX)) : j.get<int64_t>();
+}
+}  // namespace
+
+ChatRequest parse_chat_request(std::string_view body) {
+  if (body.size() > kMaxRequestBytes)
+    bad("body", std::to_string(body.size()) + " bytes exceed the limit of " + std::to_string(kMaxRequestBytes));
+  ChatRequest r;
+  r.conv = parse_conversation(body);  // IN2/IN3: depth, size, unknown and model-reaching fields
+  const json j = json::parse(body);  // parse_conversation accepted it: well-formed, bounded
+  if (j.contains("poisoned"))
+    bad("poisoned", "a witness file's field; a server evicts by dropping the message from the request or with POST "
+                    "/v1/sessions/{id}/evict (spec/serving.md SV3)");
+  if (j.contains("model") && !j["model"].is_null()) {
+    if (!j["model"].is_string()) bad("model", "expected a string");
+    r.model = j["model"].get<std::string>();
+  }
+  if (j.contains("n") && !j["n"].is_null() && integer(j["n"], "n") != 1) bad("n", "only n = 1 is served");
+  for (const char* f : {"max_tokens", "max_completion_tokens"})
+    if (j.contains(f) && !j[f].is_null()) {
+      const int64_t v = integer(j[f], f);
+      if (v < 1) bad(f, "must be >= 1");
+      r.max_tokens = static_cast<size_t>(v);
+    }
+  if (j.contains("temperature") && !j["temperature"].is_null()) {
+    r.sampler.temperature = number(j["temperature"], "temperature");
+    if (r.sampler.temperature < 0 || r.sampler.temperature > 2) bad("temperature", "must be in [0, 2]");
+  }
+  if (j.contains("top_p") && !j["top_p"].is_null()) {
+    r.sampler.top_p = number(j["top_p"], "top_p");
+    if (!(r.sampler.top_p > 0 && r.sampler.top_p <= 1)) bad("top_p", "must be in (0, 1]");
+  }
+  if (j.contains("seed") && !j["seed"].is_null()) r.sampler.seed = static_cast<uint64_t>(integer(j["seed"], "seed"));
+  else if (r.sampler.temperature > 0)
+    bad("seed", "a temperature above 0 needs a seed: akv's replies are a function of the request (spec/serving.md SV4)");
+  if (j.contains("stop") && !j["stop"].is_null()) {
+    const json& s = j["stop"];
+    if (s.is_string()) r.stop.push_back(s.get<std::string>());
+    else if (s.is_array()) {
+      if (s.size() > 4) bad("stop", "at most 4 strings");
+      for (const json& x : s) {
+        if (!x.is_string()) bad("stop", "expected strings");
+        r.stop.push_back(x.get<std::string>());
+      }
+    } else {
+      bad("stop", "expected a string or an array of strings");
+    }
+    for (const std::string& x : r.stop)
+      if (x.empty()) bad("stop", "an empty string");
+  }
+  if (j.contains("stream") && !j["stream"].is_null()) {
+    if (!j["stream"].is_boolean()) bad("stream", "expected true or false");
+    r.stream = j["stream"].get<bool>();
+  }
+  if (j.contains("stream_options") && !j["stream_options"].is_null()) {
+    const json& o = j["stream_options"];
+    if (!o.is_object()) bad("stream_options", "expected an object");
+    for (const auto& [k, v] : o.items()) {
+      if (k != "include_usage") bad("stream_options." + k, "unknown field");
+      if (!v.is_boolean()) bad("stream_options.include_usage", "expected true or false");
+      r.include_usage = v.get<bool>();
+    }
+    if (!r.stream) bad("stream_options", "only with stream: true");
+  }
+  if (j.contains("logprobs") && !j["logprobs"].is_null()) {
+    if (!j["logprobs"].is_boolean()) bad("logprobs", "expected true or false");
+    r.logprobs = j["logprobs"].get<bool>();
+  }
+  if (j.contains("top_logprobs") && !j["top_logprobs"].is_null()) {
+    const int64_t v = integer(j["top_logprobs"], "top_logprobs");
+    if (v < 0 || v > 20) bad("top_logprobs", "must be in [0, 20]");
+    if (!r.logprobs) bad("top_logprobs", "needs logprobs: true");
+    r.top_logprobs = static_cast<int>(v);
+  }
+  for (const char* f : {"presence_penalty", "frequency_penalty"})
+    if (j.contains(f) && !j[f].is_null() && number(j[f], f) != 0)
+      bad(f, "akv's sampler has no penalties (spec/serving.md SV4); only 0 is accepted");
+  if (j.contains("top_k") && !j["top_k"].is_null()) bad("top_k", "not an OpenAI field and not part of akv's sampler (SV4)");
+  if (j.contains("logit_bias") && !j["logit_bias"].is_null() && !(j["logit_bias"].is_object() && j["logit_bias"].empty()))
+    bad("logit_bias", "akv's sampler has no logit bias (spec/serving.md SV4)");
+  return r;
+}
+
+}  // namespace akv::serve

@@ -1,0 +1,39 @@
+// A POST /v1/chat/completions body, read strictly (spec/serving.md SV2): the messages through
+// the conversation parser (spec/input.md IN1-IN3), the generation options here. Nothing is
+// reinterpreted: an option akv does not honour is rejected, naming it.
+#pragma once
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "reference/chat.hpp"
+#include "serve/sampler.hpp"
+
+namespace akv::serve {
+
+struct ChatRequest {
+  Conversation conv;            // the messages, as every akv command reads them
+  std::string model;            // "" when absent
+  size_t max_tokens = 0;        // 0: not given (the server's default applies)
+  std::vector<std::string> stop;  // up to 4 strings; generation ends before the first match
+  SamplerParams sampler;
+  bool stream = false;
+  bool include_usage = false;   // stream_options.include_usage
+  bool logprobs = false;
+  int top_logprobs = 0;         // [0, 20]
+};
+
+/// The request's limits (SV6): body size (bytes) and the conversation parser's depth (IN3).
+inline constexpr size_t kMaxRequestBytes = size_t{8} << 20;
+
+/// Parses a body. Throws Error(kBadInput) with a message that names the field: malformed JSON,
+/// every error of parse_conversation (IN2: unknown fields, fields that reach the model and
+/// are not rendered), `n` other than 1, `temperature` outside [0, 2], `top_p` outside (0, 1],
+/// a temperature above 0 without `seed`, `max_tokens` < 1, more than 4 `stop` strings or an
+/// empty one, `top_logprobs` outside [0, 20] or without `logprobs`, a `poisoned` list (a
+/// witness field), and a penalty, `top_k` or `logit_bias` other than the default (akv's
+/// sampler has none: honouring it silently would be a reinterpretation).
+ChatRequest parse_chat_request(std::string_view body);
+
+}  // namespace akv::serve

@@ -1,0 +1,281 @@
+#include "serve/http_server.hpp"
+
+#include <fmt/format.h>
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+
+#include "reference/error.hpp"
+#include "verify/digest.hpp"
+#include "verify/provenance.hpp"
+
+namespace akv::serve {
+namespace {
+using json = nlohmann::json;
+
+// OpenAI's error shape (SV6): {"error": {"message", "type", "param", "code"}}.
+void send_error(httplib::Response& res, int status, const std::string& message, const std::string& type,
+                const std::string& code) {
+  res.status = status;
+  res.set_content(json{{"error", {{"message", message}, {"type", type}, {"param", nullptr}, {"code", code}}}}.dump(),
+                  "application/json");
+}
+
+void send_akv_error(httplib::Response& res, const Error& e) {
+  switch (e.code()) {
+    case ErrorCode::kBadInput:
+    case ErrorCode::kInvalidToken:
+    case ErrorCode::kEmptyInput:
+      return send_error(res, 400, e.what(), "invalid_request_error", error_code_name(e.code()));
+    case ErrorCode::kContextOverflow:
+      return send_error(res, 400, e.what(), "invalid_request_error", "context_length_exceeded");
+    case ErrorCode::kUnknownModel:
+      return send_error(res, 404, e.what(), "invalid_request_error", "model_not_found");
+    case ErrorCode::kUnknownSpan:
+      return send_error(res, 404, e.what(), "invalid_request_error", "session_not_found");
+    case ErrorCode::kOutOfResources:
+      res.set_header("Retry-After", "1");
+      return send_error(res, 429, e.what(), "rate_limit_error", "rate_limit_exceeded");
+    default:
+      return send_error(res, 500, e.what(), "server_error", error_code_name(e.code()));
+  }
+}
+
+json bytes_of(const std::string& s) {
+  json b = json::array();
+  for (unsigned char c : s) b.push_back(c);
+  return b;
+}
+
+json logprob_json(const Engine& e, const TokenLogprob& lp, const std::string& text, const std::string& bytes) {
+  json top = json::array();
+  for (const auto& [t, v] : lp.top) {
+    const std::string s = e.model().encoder->render({t});
+    top.push_back({{"token", utf8_text(s)}, {"logprob", v}, {"bytes", bytes_of(s)}});
+  }
+  return {{"token", text}, {"logprob", lp.logprob}, {"bytes", bytes_of(bytes)}, {"top_logprobs", top}};
+}
+
+json akv_json(const ReplyStats& s) {
+  return {{"session", s.session},
+          {"reused_tokens", s.reused_tokens},
+          {"recomputed_tokens", s.recomputed_tokens},
+          {"evicted_tokens", s.evicted_tokens},
+          {"prefill_tokens", s.prefill_tokens},
+          {"dropped_messages", s.dropped},
+          {"guarded_messages", s.guarded},
+          {"cache_sha256", s.cache_sha256},
+          {"logits_sha256", s.logits_sha256}};
+}
+
+json usage_json(const Reply& r) {
+  return {{"prompt_tokens", r.stats.prompt_tokens},
+          {"completion_tokens", r.tokens.size()},
+          {"total_tokens", r.stats.prompt_tokens + r.tokens.size()},
+          {"prompt_tokens_details", {{"cached_tokens", r.stats.reused_tokens}}}};
+}
+
+std::string bearer(const httplib::Request& req) {
+  const std::string h = req.get_header_value("Authorization");
+  return h.rfind("Bearer ", 0) == 0 ? h.substr(7) : "";
+}
+
+// Constant-time comparison: the key's bytes do not show in the reply's timing.
+bool same_key(const std::string& a, const std::string& b) {
+  unsigned char d = a.size() == b.size() ? 0 : 1;
+  for (size_t i = 0; i < a.size(); ++i) d |= static_cast<unsigned char>(a[i] ^ b[i % (b.empty() ? 1 : b.size())]);
+  return d == 0 && !b.empty();
+}
+}  // namespace
+
+bool is_loopback(const std::string& host) {
+  return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+}
+
+HttpServer::HttpServer(Engine& engine, ServerOptions opt) : engine_(engine), opt_(std::move(opt)), http_(std::make_unique<httplib::Server>()) {
+  if (!is_loopback(opt_.host) && opt_.api_key.empty())
+    throw Error(ErrorCode::kBadInput, "--host " + opt_.host +
+                                          ": listening off loopback needs --api-key-file (spec/serving.md SV8)");
+  if (opt_.port < 0 || opt_.port > 65535) throw Error(ErrorCode::kBadInput, fmt::format("--port {}: not in [0, 65535]", opt_.port));
+  const LoadedModel& lm = engine_.model();
+  if (lm.real) model_sha256_ = file_or_folder_sha256(lm.source);
+  http_->new_task_queue = [n = opt_.threads] { return new httplib::ThreadPool(static_cast<size_t>(n)); };
+  http_->set_payload_max_length(kMaxRequestBytes);
+  http_->set_read_timeout(opt_.read_timeout_s, 0);
+  http_->set_write_timeout(opt_.write_timeout_s, 0);
+  routes();
+}
+
+HttpServer::~HttpServer() = default;
+
+int HttpServer::bind() {
+  const int port = opt_.port == 0 ? http_->bind_to_any_port(opt_.host) : (http_->bind_to_port(opt_.host, opt_.port) ? opt_.port : -1);
+  if (port < 0) throw Error(ErrorCode::kOutOfResources, fmt::format("cannot listen on {}:{}", opt_.host, opt_.port));
+  return port;
+}
+
+void HttpServer::run() { http_->listen_after_bind(); }
+void HttpServer::stop() { http_->stop(); }
+
+void HttpServer::audit(const std::string& body, const std::string& model_sha, const Reply& r) {
+  if (opt_.audit_log.empty()) return;
+  const BackendDescription d = engine_.backend_description();
+  const json line = {{"akv_audit", 1},
+                     {"time", std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count()},
+                     {"request_sha256", sha256_hex({reinterpret_cast<const unsigned char*>(body.data()), body.size()})},
+                     {"request", json::parse(body)},
+                     {"model", {{"name", engine_.model().name}, {"source", engine_.model().source},
+                                {"sha256", model_sha.empty() ? json(nullptr) : json(model_sha)}}},
+                     {"akv", {{"version", akv_version()}, {"commit", akv_commit()}}},
+                     {"backend", {{"name", d.name}, {"isa", d.isa}, {"threads", d.threads}}},
+                     {"reply", {{"tokens", r.tokens}, {"finish_reason", r.finish_reason}, {"stats", akv_json(r.stats)}}}};
+  const std::string text = line.dump() + "\n";
+  std::lock_guard lk(audit_mu_);
+  FILE* f = std::fopen(opt_.audit_log.c_str(), "ab");
+  if (f == nullptr) throw Error(ErrorCode::kOutOfResources, "--audit-log " + opt_.audit_log + ": cannot open for append");
+  const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size() && std::fflush(f) == 0 && fsync(fileno(f)) == 0;
+  std::fclose(f);
+  if (!ok) throw Error(ErrorCode::kOutOfResources, "--audit-log " + opt_.audit_log + ": write failed");
+}
+
+void HttpServer::routes() {
+  http_->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    if (opt_.api_key.empty() || req.path == "/health") return httplib::Server::HandlerResponse::Unhandled;
+    if (same_key(bearer(req), opt_.api_key)) return httplib::Server::HandlerResponse::Unhandled;
+    send_error(res, 401, "a valid API key is required (Authorization: Bearer ...)", "invalid_request_error", "invalid_api_key");
+    return httplib::Server::HandlerResponse::Handled;
+  });
+  http_->set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+    try {
+      std::rethrow_exception(ep);
+    } catch (const Error& e) {
+      send_akv_error(res, e);
+    } catch (const std::exception& e) {
+      send_error(res, 500, e.what(), "server_error", "internal");
+    }
+  });
+  http_->set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return;
+    if (res.status == 404) send_error(res, 404, "no route " + req.method + " " + req.path, "invalid_request_error", "not_found");
+    else if (res.status == 413) send_error(res, 413, "the body exceeds the limit", "invalid_request_error", "body_too_large");
+    else send_error(res, res.status, "HTTP error " + std::to_string(res.status), "invalid_request_error", "http_error");
+  });
+  http_->Get("/health", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content(R"({"status":"ok"})", "application/json");
+  });
+  http_->Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
+    res.set_content(json{{"object", "list"},
+                         {"data", {{{"id", engine_.model().name}, {"object", "model"}, {"created", 0}, {"owned_by", "akv"}}}}}
+                        .dump(),
+                    "application/json");
+  });
+  http_->Post(R"(/v1/sessions/([^/]+)/evict)", [this](const httplib::Request& req, httplib::Response& res) {
+    json body;
+    try {
+      body = json::parse(req.body);
+    } catch (const json::exception& e) {
+      throw Error(ErrorCode::kBadInput, std::string("body: malformed JSON: ") + e.what());
+    }
+    if (!body.is_object() || !body.contains("messages") || !body["messages"].is_array())
+      throw Error(ErrorCode::kBadInput, "body: expected {\"messages\": [span indexes]}");
+    for (const auto& [k, _] : body.items())
+      if (k != "messages") throw Error(ErrorCode::kBadInput, k + ": unknown field");
+    std::vector<size_t> idx;
+    for (const json& v : body["messages"]) {
+      if (!v.is_number_unsigned()) throw Error(ErrorCode::kBadInput, "messages: expected non-negative integers");
+      idx.push_back(v.get<size_t>());
+    }
+    const EvictStats st = engine_.evict(req.matches[1], idx);
+    res.set_content(json{{"session", std::string(req.matches[1])},
+                         {"evicted_tokens", st.tokens_evicted},
+                         {"recomputed_tokens", st.tokens_recomputed},
+                         {"truncated_at", st.truncated_at}}
+                        .dump(),
+                    "application/json");
+  });
+  http_->Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
+    ChatRequest cr = parse_chat_request(req.body);
+    const std::string name = engine_.model().name;
+    if (!cr.model.empty() && cr.model != name)
+      throw Error(ErrorCode::kUnknownModel, fmt::format("model '{}': this server serves '{}' (GET /v1/models)", cr.model, name));
+    const bool stream = cr.stream, usage = cr.include_usage, logprobs = cr.logprobs;
+    const std::string body = req.body;
+    const std::string id = "chatcmpl-" + sha256_hex({reinterpret_cast<const unsigned char*>(body.data()), body.size()}).substr(0, 24);
+    const int64_t created = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+    std::shared_ptr<Generation> g = engine_.submit(std::move(cr), req.get_header_value("x-akv-session"));
+    const std::string session = g->wait_admitted();  // admission errors are still HTTP errors
+    res.set_header("x-akv-session", session);
+    if (!stream) {
+      const Reply& r = g->reply();
+      audit(body, model_sha256_, r);
+      json lp = nullptr;
+      if (logprobs) {
+        lp = {{"content", json::array()}};
+        for (size_t i = 0; i < r.logprobs.size(); ++i) lp["content"].push_back(logprob_json(engine_, r.logprobs[i], r.token_text[i], r.token_bytes[i]));
+      }
+      res.set_content(json{{"id", id},
+                           {"object", "chat.completion"},
+                           {"created", created},
+                           {"model", name},
+                           {"choices", {{{"index", 0},
+                                         {"message", {{"role", "assistant"}, {"content", r.text}}},
+                                         {"logprobs", lp},
+                                         {"finish_reason", r.finish_reason}}}},
+                           {"usage", usage_json(r)},
+                           {"akv", akv_json(r.stats)}}
+                          .dump(),
+                      "application/json");
+      return;
+    }
+    auto chunk = [id, created, name](json delta, json lp, json finish) {
+      return "data: " + json{{"id", id}, {"object", "chat.completion.chunk"}, {"created", created}, {"model", name},
+                             {"choices", {{{"index", 0}, {"delta", delta}, {"logprobs", lp}, {"finish_reason", finish}}}}}
+                            .dump() + "\n\n";
+    };
+    res.set_chunked_content_provider("text/event-stream", [this, g, chunk, body, usage, id, created, name](size_t, httplib::DataSink& sink) {
+     try {
+      auto write = [&](const std::string& s) {
+        if (!sink.write(s.data(), s.size())) {
+          g->cancel();  // the client went away: stop its generation (SV6)
+          return false;
+        }
+        return true;
+      };
+      if (!write(chunk({{"role", "assistant"}, {"content", ""}}, nullptr, nullptr))) return false;
+      TokenEvent ev;
+      while (g->next_event(ev)) {
+        json lp = nullptr;
+        if (ev.logprob) lp = {{"content", {logprob_json(engine_, *ev.logprob, ev.token_text, ev.token_bytes)}}};
+        if ((!ev.delta.empty() || ev.logprob) && !write(chunk({{"content", ev.delta}}, lp, nullptr))) return false;
+      }
+      try {
+        const Reply& r = g->reply();
+        audit(body, model_sha256_, r);
+        std::string last = chunk(json::object(), nullptr, r.finish_reason);
+        json lastj = json::parse(last.substr(6));
+        lastj["akv"] = akv_json(r.stats);
+        if (!write("data: " + lastj.dump() + "\n\n")) return false;
+        if (usage &&
+            !write("data: " + json{{"id", id}, {"object", "chat.completion.chunk"}, {"created", created}, {"model", name},
+                                   {"choices", json::array()}, {"usage", usage_json(r)}}
+                                  .dump() + "\n\n"))
+          return false;
+      } catch (const std::exception& e) {
+        // Headers are out: the error goes in the stream, in the same shape.
+        write("data: " + json{{"error", {{"message", e.what()}, {"type", "server_error"}, {"param", nullptr}, {"code", "generation_failed"}}}}.dump() + "\n\n");
+      }
+      write("data: [DONE]\n\n");
+      sink.done();
+      return true;
+     } catch (...) {  // never out of the HTTP thread: the connection closes, the request stops
+      g->cancel();
+      return false;
+     }
+    });
+  });
+}
+
+}  // namespace akv::serve

@@ -1,0 +1,51 @@
+// akv serve's HTTP face: OpenAI's chat completions API over cpp-httplib (Debian's
+// libcpp-httplib-dev; docs/serving.md says why), on the Engine (spec/serving.md SV1-SV8).
+#pragma once
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "serve/engine.hpp"
+
+namespace httplib {
+class Server;
+}
+
+namespace akv::serve {
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";  // loopback unless told otherwise (SV8)
+  int port = 8080;                 // 0: any free port (tests)
+  std::string api_key;             // required on every route but /health when set; needed off loopback
+  std::string audit_log;           // append one JSON line per reply (SV9); "" none
+  int read_timeout_s = 30;         // a client that sends nothing for this long is dropped (SV6)
+  int write_timeout_s = 30;
+  int threads = 32;                // HTTP worker threads (connections handled at once)
+};
+
+/// True for 127.0.0.0/8, ::1 and "localhost".
+bool is_loopback(const std::string& host);
+
+class HttpServer {
+ public:
+  /// Checks the options: a host off loopback without an API key is Error(kBadInput) (SV8).
+  HttpServer(Engine& engine, ServerOptions opt);
+  ~HttpServer();
+  /// Binds the socket; returns the port. Error(kOutOfResources) when it cannot bind.
+  int bind();
+  /// Serves until stop(); bind() first.
+  void run();
+  /// Stops accepting and returns run() (the engine drains what it holds).
+  void stop();
+
+ private:
+  void routes();
+  void audit(const std::string& body, const std::string& model_sha, const Reply& r);
+  Engine& engine_;
+  ServerOptions opt_;
+  std::unique_ptr<httplib::Server> http_;
+  std::string model_sha256_;
+  std::mutex audit_mu_;
+};
+
+}  // namespace akv::serve

@@ -1,0 +1,73 @@
+#include "serve/session_store.hpp"
+
+#include <fmt/format.h>
+
+namespace akv::serve {
+
+SyncPlan plan_sync(const std::vector<std::vector<Token>>& have, const std::vector<std::vector<Token>>& want) {
+  SyncPlan p;
+  size_t i = 0;
+  for (size_t j = 0; j < have.size(); ++j) {
+    if (i < want.size() && have[j] == want[i]) {
+      p.kept_tokens += have[j].size();
+      ++i;
+    } else {
+      p.evict.push_back(j);
+    }
+  }
+  p.first_new = i;
+  return p;
+}
+
+ServedSession* SessionStore::get(const std::string& id) {
+  auto it = sessions_.find(id);
+  return it == sessions_.end() ? nullptr : it->second.get();
+}
+
+ServedSession* SessionStore::find(const std::string& id, const std::vector<std::vector<Token>>& want) {
+  if (!id.empty()) {
+    ServedSession* s = get(id);
+    return s && !s->busy ? s : nullptr;
+  }
+  ServedSession* best = nullptr;
+  size_t best_spans = 0;
+  for (auto& [_, s] : sessions_) {
+    if (s->busy) continue;
+    size_t k = 0;
+    while (k < s->spans.size() && k < want.size() && s->spans[k] == want[k]) ++k;
+    if (k > best_spans) best = s.get(), best_spans = k;
+  }
+  return best;
+}
+
+ServedSession* SessionStore::create(Backend& backend, std::string id) {
+  while (id.empty() || sessions_.count(id)) id = fmt::format("s{:06}", next_id_++);
+  auto s = std::make_unique<ServedSession>();
+  s->id = id;
+  s->session = std::make_unique<Session>(backend);
+  s->busy = true;
+  s->last_use = ++clock_;
+  ServedSession* raw = s.get();
+  sessions_[id] = std::move(s);
+  return raw;
+}
+
+size_t SessionStore::bytes() const {
+  size_t n = 0;
+  for (const auto& [_, s] : sessions_) n += s->session->size() * per_token_;
+  return n;
+}
+
+void SessionStore::release(ServedSession* s) {
+  s->busy = false;
+  s->last_use = ++clock_;
+  while (bytes() > budget_) {
+    auto oldest = sessions_.end();
+    for (auto it = sessions_.begin(); it != sessions_.end(); ++it)
+      if (!it->second->busy && (oldest == sessions_.end() || it->second->last_use < oldest->second->last_use)) oldest = it;
+    if (oldest == sessions_.end()) break;
+    sessions_.erase(oldest);
+  }
+}
+
+}  // namespace akv::serve
