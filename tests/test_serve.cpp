@@ -1,0 +1,463 @@
+// akv serve (spec/serving.md): a reply is a function of the request, whatever the cache, the
+// batch or an earlier edit. Every server here listens on loopback on a free port, and every
+// request is bounded (max_tokens, a client timeout).
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+#include <atomic>
+#include <cstring>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <unistd.h>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "reference/chat.hpp"
+#include "reference/error.hpp"
+#include "reference/session.hpp"
+#include "serve/chat_request.hpp"
+#include "serve/http_server.hpp"
+#include "serve/sampler.hpp"
+#include "serve/session_store.hpp"
+#include "cli_support.hpp"
+#include "support.hpp"
+#include "verify/backends.hpp"
+#include "verify/digest.hpp"
+
+namespace akv {
+namespace {
+using json = nlohmann::json;
+namespace fs = std::filesystem;
+
+// A server on 127.0.0.1, a free port, running on its own thread until destroyed.
+struct TestServer {
+  std::unique_ptr<serve::Engine> engine;
+  std::unique_ptr<serve::HttpServer> http;
+  std::thread thread;
+  int port = 0;
+  explicit TestServer(serve::EngineOptions eo = {}, serve::ServerOptions so = {}, const std::string& model = "tiny") {
+    LoadedModel lm = load_model(model, 1);
+    auto b = make_backend("cpu", lm.model, {});
+    engine = std::make_unique<serve::Engine>(std::move(lm), std::move(b), eo);
+    so.port = 0;
+    http = std::make_unique<serve::HttpServer>(*engine, so);
+    port = http->bind();
+    thread = std::thread([this] { http->run(); });
+  }
+  ~TestServer() {
+    http->stop();
+    thread.join();
+  }
+  httplib::Client client() const {
+    httplib::Client c("127.0.0.1", port);
+    c.set_read_timeout(120, 0);
+    return c;
+  }
+};
+
+struct Answer {
+  int status = 0;
+  json body;
+  std::string session;
+};
+
+Answer post(const TestServer& s, const json& body, const std::string& session = "", const std::string& path = "/v1/chat/completions",
+            const std::string& key = "") {
+  httplib::Client c = s.client();
+  httplib::Headers h;
+  if (!session.empty()) h.emplace("x-akv-session", session);
+  if (!key.empty()) h.emplace("Authorization", "Bearer " + key);
+  auto r = c.Post(path, h, body.dump(), "application/json");
+  if (!r) {
+    ADD_FAILURE() << "no response from the server";
+    return {};
+  }
+  Answer a;
+  a.status = r->status;
+  a.body = json::parse(r->body, nullptr, false);
+  a.session = r->get_header_value("x-akv-session");
+  return a;
+}
+
+// What must be byte-equal between two replies to the same request (SV1): the choices (tokens'
+// text, logprobs, finish reason), the cache digest and the logits digest.
+std::string reply_bits(const json& b) {
+  return b["choices"].dump() + " " + b["akv"]["cache_sha256"].get<std::string>() + " " + b["akv"]["logits_sha256"].get<std::string>();
+}
+
+json request_of(const json& messages, int max_tokens = 3) {
+  return {{"messages", messages}, {"max_tokens", max_tokens}, {"logprobs", true}, {"top_logprobs", 2}};
+}
+
+std::atomic<int> cold_counter{0};
+std::string cold_session() { return "cold-" + std::to_string(cold_counter++); }  // never cached: a cold start
+
+// ---- SV1/SV3: reuse equals cold, turn by turn, with a poisoned tool result dropped mid-way
+
+TEST(SV3_Reuse, EveryBundledConversationTurnByTurnWithAPoisonedResultDropped) {
+  TestServer warm, cold;
+  size_t turns = 0, reused = 0, recomputed = 0, evicted = 0;
+  for (const std::string& file : test::bundled_conversations()) {
+    const json conv = json::parse(test::slurp(test::example(file)));
+    const json& msgs = conv["messages"];
+    std::set<size_t> poisoned;
+    for (const json& p : conv.value("poisoned", json::array())) poisoned.insert(p.get<size_t>());
+    // The host flags a poisoned result a few messages after it arrived, so that later messages
+    // are cached behind it (a file without one: no drop).
+    const size_t drop_at = poisoned.empty() ? SIZE_MAX : *poisoned.begin() + 4;
+    const std::string session = "warm-" + fs::path(file).stem().string();
+    for (size_t k = 1; k <= msgs.size(); ++k) {
+      if (msgs[k - 1]["role"] == "assistant") continue;  // the model is called after user and tool messages
+      json part = json::array();
+      for (size_t i = 0; i < k; ++i)
+        if (!(k >= drop_at && poisoned.count(i))) part.push_back(msgs[i]);
+      const json req = request_of(part);
+      const Answer w = post(warm, req, session), c = post(cold, req, cold_session());
+      ASSERT_EQ(w.status, 200) << file << " turn " << k << ": " << w.body.dump();
+      ASSERT_EQ(c.status, 200) << c.body.dump();
+      EXPECT_EQ(w.session, session);
+      EXPECT_EQ(reply_bits(w.body), reply_bits(c.body)) << file << " turn " << k;
+      EXPECT_EQ(c.body["akv"]["reused_tokens"], 0);
+      reused += w.body["akv"]["reused_tokens"].get<size_t>();
+      recomputed += w.body["akv"]["recomputed_tokens"].get<size_t>();
+      evicted += w.body["akv"]["evicted_tokens"].get<size_t>();
+      ++turns;
+    }
+  }
+  EXPECT_GT(turns, 14u);
+  EXPECT_GT(reused, 0u);      // the warm sessions did reuse their caches ...
+  EXPECT_GT(evicted, 0u);     // ... a dropped result was evicted ...
+  EXPECT_GT(recomputed, 0u);  // ... with its survivors re-run
+}
+
+// ---- SV1: 16 concurrent clients, each reply byte-equal to the same request sent alone
+
+TEST(SV1_Concurrency, SixteenClientsEachEqualToAlone) {
+  serve::EngineOptions eo;
+  eo.parallel = 8;
+  TestServer busy(eo), alone;
+  const json msgs = json::parse(test::slurp(test::example("ad01_banking_ut0_gpt4omini.json")))["messages"];
+  std::vector<json> reqs;
+  for (size_t i = 0; i < 16; ++i) {
+    json part = json::array();
+    for (size_t j = 0; j <= i % msgs.size(); ++j) part.push_back(msgs[j]);
+    part.push_back({{"role", "user"}, {"content", "client " + std::to_string(i)}});
+    json r = request_of(part, 6);
+    if (i % 2) r["temperature"] = 0.8, r["seed"] = i, r["top_p"] = 0.9;
+    reqs.push_back(r);
+  }
+  std::vector<std::string> together(reqs.size());
+  std::vector<std::thread> clients;
+  for (size_t i = 0; i < reqs.size(); ++i)
+    clients.emplace_back([&, i] {
+      const Answer a = post(busy, reqs[i]);
+      if (a.status == 200) together[i] = reply_bits(a.body);
+      else together[i] = "status " + std::to_string(a.status) + " " + a.body.dump();
+    });
+  for (auto& t : clients) t.join();
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    const Answer a = post(alone, reqs[i], cold_session());
+    ASSERT_EQ(a.status, 200);
+    EXPECT_EQ(together[i], reply_bits(a.body)) << "client " << i;
+  }
+}
+
+// ---- SV3: explicit eviction and the guard drop a result; the reply is the cold reply without it
+
+TEST(SV3_Evict, TheEndpointAndTheGuardEqualTheRequestWithoutTheResult) {
+  const json conv = json::parse(test::slurp(test::example("ad01_banking_ut0_gpt4omini.json")));
+  const json& msgs = conv["messages"];
+  const size_t p = conv["poisoned"][0].get<size_t>();
+  ASSERT_EQ(msgs[p]["role"], "tool");
+  json all = json::array(), without = json::array();
+  for (size_t i = 0; i <= p + 1 && i < msgs.size(); ++i) {
+    all.push_back(msgs[i]);
+    if (i != p) without.push_back(msgs[i]);
+  }
+  TestServer s;
+  const Answer first = post(s, request_of(all), "host");
+  ASSERT_EQ(first.status, 200);
+  // The session's spans are the request's messages (no preamble on tiny): span p is the result.
+  const Answer ev = post(s, {{"messages", {p}}}, "", "/v1/sessions/host/evict");
+  ASSERT_EQ(ev.status, 200) << ev.body.dump();
+  EXPECT_GT(ev.body["evicted_tokens"].get<size_t>(), 0u);
+  EXPECT_GT(ev.body["recomputed_tokens"].get<size_t>(), 0u);
+  const Answer again = post(s, request_of(all), "host");
+  ASSERT_EQ(again.status, 200);
+  EXPECT_EQ(again.body["akv"]["dropped_messages"], json::array({p}));
+  const Answer cold = post(s, request_of(without), cold_session());
+  EXPECT_EQ(reply_bits(again.body), reply_bits(cold.body));
+  EXPECT_NE(reply_bits(first.body), reply_bits(cold.body));  // the control: keeping it changes the reply
+
+  // The guard: a pattern of the poisoned result's text flags it before generation.
+  serve::EngineOptions eo;
+  const std::string content = msgs[p]["content"];
+  eo.guard_patterns = {std::regex_replace(content.substr(0, 20), std::regex(R"([.*+?^${}()|\[\]\\])"), R"(\$&)")};
+  TestServer guarded(eo);
+  const Answer g = post(guarded, request_of(all));
+  ASSERT_EQ(g.status, 200) << g.body.dump();
+  EXPECT_EQ(g.body["akv"]["guarded_messages"], json::array({p}));
+  EXPECT_EQ(reply_bits(g.body), reply_bits(cold.body));
+
+  // Bad evictions: 404 for an unknown session, 400 for an index out of range; state unchanged.
+  EXPECT_EQ(post(s, {{"messages", {0}}}, "", "/v1/sessions/nobody/evict").status, 404);
+  const Answer range = post(s, {{"messages", {999}}}, "", "/v1/sessions/host/evict");
+  EXPECT_EQ(range.status, 400);
+  EXPECT_NE(range.body["error"]["message"].get<std::string>().find("999"), std::string::npos);
+  EXPECT_EQ(reply_bits(post(s, request_of(all), "host").body), reply_bits(again.body));
+}
+
+// ---- SV2/SV6: the API's shapes and its errors
+
+TEST(SV6_Errors, BadRequestsGetOpenAIErrorsNamingTheProblem) {
+  TestServer s;
+  const json ok = {{"role", "user"}, {"content", "hi"}};
+  struct Case {
+    json body;
+    int status;
+    std::string says;
+  };
+  const std::vector<Case> cases = {
+      {{{"messages", {ok}}, {"bogus", 1}}, 400, "bogus"},
+      {{{"messages", {ok}}, {"n", 2}}, 400, "n:"},
+      {{{"messages", {ok}}, {"temperature", 0.7}}, 400, "seed"},
+      {{{"messages", {ok}}, {"temperature", 3}}, 400, "temperature"},
+      {{{"messages", {ok}}, {"max_tokens", 0}}, 400, "max_tokens"},
+      {{{"messages", {ok}}, {"top_logprobs", 3}}, 400, "logprobs"},
+      {{{"messages", {ok}}, {"frequency_penalty", 0.5}}, 400, "frequency_penalty"},
+      {{{"messages", {ok}}, {"tools", json::array()}}, 400, "tools"},
+      {{{"messages", {ok}}, {"poisoned", {0}}}, 400, "poisoned"},
+      {{{"messages", {ok}}, {"model", "gpt-4o"}}, 404, "gpt-4o"},
+      {{{"messages", {{{"role", "robot"}, {"content", "x"}}}}}, 400, "robot"},
+      {{{"messages", {{{"role", "user"}, {"content", std::string(20000, 'a')}}}}}, 400, "context"},
+  };
+  for (const Case& c : cases) {
+    const Answer a = post(s, c.body);
+    EXPECT_EQ(a.status, c.status) << c.body.dump().substr(0, 200);
+    ASSERT_TRUE(a.body.contains("error")) << a.body.dump();
+    for (const char* k : {"message", "type", "param", "code"}) EXPECT_TRUE(a.body["error"].contains(k)) << k;
+    EXPECT_NE(a.body["error"]["message"].get<std::string>().find(c.says), std::string::npos) << a.body.dump();
+  }
+  // Malformed JSON, hostile nesting, an unknown route.
+  httplib::Client c = s.client();
+  auto r = c.Post("/v1/chat/completions", "{\"messages\": [", "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400);
+  r = c.Post("/v1/chat/completions", std::string(100000, '[') + std::string(100000, ']'), "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400);
+  r = c.Get("/v1/nothing");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 404);
+  EXPECT_TRUE(json::parse(r->body).contains("error"));
+  // The server still answers, and /v1/models lists the served name.
+  r = c.Get("/v1/models");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(json::parse(r->body)["data"][0]["id"], "tiny");
+  EXPECT_EQ(post(s, {{"messages", {ok}}, {"max_tokens", 2}}).status, 200);
+}
+
+TEST(SV6_Errors, TooManyRequestsGet429WithRetryAfter) {
+  serve::EngineOptions eo;
+  eo.parallel = 1;
+  eo.queue = 0;
+  TestServer s(eo);
+  const json big = {{"messages", {{{"role", "user"}, {"content", "count"}}}}, {"max_tokens", 3000}};
+  std::thread slow([&] { post(s, big); });
+  // Wait (bounded) until the first request holds the only slot, then ask again.
+  for (int i = 0; i < 2000 && s.engine->load() == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ASSERT_EQ(s.engine->load(), 1u);
+  httplib::Client c = s.client();
+  auto r = c.Post("/v1/chat/completions", big.dump(), "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 429);
+  EXPECT_EQ(r->get_header_value("Retry-After"), "1");
+  EXPECT_EQ(json::parse(r->body)["error"]["code"], "rate_limit_exceeded");
+  slow.join();
+}
+
+TEST(SV8_Auth, OffLoopbackNeedsAKeyAndAMissingKeyIs401) {
+  serve::ServerOptions bad;
+  bad.host = "0.0.0.0";
+  LoadedModel lm = load_model("tiny", 1);
+  serve::Engine e(lm, make_backend("cpu", lm.model, {}), {});
+  try {
+    serve::HttpServer h(e, bad);
+    ADD_FAILURE() << "a server off loopback without a key was made";
+  } catch (const Error& err) {
+    EXPECT_EQ(err.code(), ErrorCode::kBadInput);
+    EXPECT_NE(std::string(err.what()).find("--api-key-file"), std::string::npos);
+  }
+  serve::ServerOptions keyed;
+  keyed.api_key = "0123456789abcdef-secret";
+  TestServer s({}, keyed);
+  const json req = {{"messages", {{{"role", "user"}, {"content", "hi"}}}}, {"max_tokens", 2}};
+  const Answer none = post(s, req), wrong = post(s, req, "", "/v1/chat/completions", "0123456789abcdef-secreT");
+  for (const Answer& a : {none, wrong}) {
+    EXPECT_EQ(a.status, 401);
+    EXPECT_EQ(a.body["error"]["code"], "invalid_api_key");
+    EXPECT_EQ(a.body.dump().find("secret"), std::string::npos);  // nothing of the key leaks
+  }
+  EXPECT_EQ(post(s, req, "", "/v1/chat/completions", keyed.api_key).status, 200);
+}
+
+// ---- SV2: a stream carries the same reply as the plain response
+
+TEST(SV2_Stream, TheChunksAddUpToThePlainReply) {
+  TestServer s;
+  const json msgs = {{{"role", "user"}, {"content", "tell me"}}};
+  json req = {{"messages", msgs}, {"max_tokens", 12}};
+  const Answer plain = post(s, req, cold_session());
+  ASSERT_EQ(plain.status, 200);
+  req["stream"] = true;
+  req["stream_options"] = {{"include_usage", true}};
+  httplib::Client c = s.client();
+  httplib::Headers h{{"x-akv-session", cold_session()}};
+  auto r = c.Post("/v1/chat/completions", h, req.dump(), "application/json");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200);
+  std::string content, finish;
+  json usage, akv;
+  bool done = false;
+  std::istringstream lines(r->body);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("data: ", 0) != 0) continue;
+    const std::string d = line.substr(6);
+    if (d == "[DONE]") {
+      done = true;
+      continue;
+    }
+    const json j = json::parse(d);
+    EXPECT_EQ(j["object"], "chat.completion.chunk");
+    if (j.contains("usage")) usage = j["usage"];
+    if (j.contains("akv")) akv = j["akv"];
+    for (const json& ch : j["choices"]) {
+      if (ch["delta"].contains("content")) content += ch["delta"]["content"].get<std::string>();
+      if (!ch["finish_reason"].is_null()) finish = ch["finish_reason"];
+    }
+  }
+  EXPECT_TRUE(done);
+  EXPECT_EQ(content, plain.body["choices"][0]["message"]["content"]);
+  EXPECT_EQ(finish, plain.body["choices"][0]["finish_reason"]);
+  EXPECT_EQ(usage, plain.body["usage"]);
+  EXPECT_EQ(akv["logits_sha256"], plain.body["akv"]["logits_sha256"]);
+}
+
+// ---- SV6: a client that goes away mid-stream stops its generation; the session stays usable
+
+TEST(SV6_Disconnect, AClientThatLeavesMidStreamLeavesAConsistentSession) {
+  TestServer s;
+  const json msgs = {{{"role", "user"}, {"content", "go on"}}};
+  json req = {{"messages", msgs}, {"max_tokens", 4000}, {"stream", true}};
+  {
+    httplib::Client c = s.client();
+    httplib::Request q;
+    q.method = "POST";
+    q.path = "/v1/chat/completions";
+    q.headers = {{"x-akv-session", "leaver"}, {"Content-Type", "application/json"}};
+    q.body = req.dump();
+    size_t got = 0;
+    q.content_receiver = [&](const char*, size_t n, uint64_t, uint64_t) { got += n; return got < 2000; };  // hang up early
+    auto r = c.send(q);
+    EXPECT_FALSE(r);
+    EXPECT_GE(got, 2000u);
+  }
+  for (int i = 0; i < 5000 && s.engine->load() != 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_EQ(s.engine->load(), 0u);  // its generation stopped
+  const json next = request_of(msgs);
+  EXPECT_EQ(reply_bits(post(s, next, "leaver").body), reply_bits(post(s, next, cold_session()).body));
+}
+
+// ---- SV9: the audit log has one complete line per reply
+
+TEST(SV9_Audit, OneLinePerReplyWithTheDigests) {
+  const fs::path log = fs::temp_directory_path() / ("akv_test_audit_" + std::to_string(getpid()) + ".jsonl");
+  fs::remove(log);
+  serve::ServerOptions so;
+  so.audit_log = log.string();
+  {
+    TestServer s({}, so);
+    for (int i = 0; i < 3; ++i)
+      ASSERT_EQ(post(s, request_of(json::array({{{"role", "user"}, {"content", "turn " + std::to_string(i)}}}))).status, 200);
+  }
+  std::ifstream f(log);
+  int n = 0;
+  for (std::string line; std::getline(f, line); ++n) {
+    const json j = json::parse(line);
+    EXPECT_EQ(j["akv_audit"], 1);
+    EXPECT_EQ(j["request_sha256"].get<std::string>().size(), 64u);
+    EXPECT_EQ(j["reply"]["stats"]["logits_sha256"].get<std::string>().size(), 64u);
+    EXPECT_EQ(j["request"]["messages"][0]["content"], "turn " + std::to_string(n));
+  }
+  EXPECT_EQ(n, 3);
+  fs::remove(log);
+}
+
+// ---- SV4: the sampler
+
+TEST(SV4_Sampler, GreedyTakesTheLowestIdOfTheMaximumAndADrawIsAFunctionOfTheSeed) {
+  const std::vector<float> l = {1.0f, 3.0f, 3.0f, -2.0f, 0.5f};
+  serve::Sampler greedy({});
+  EXPECT_EQ(greedy.next(l), 1);
+  // A nucleus so small it holds one id is greedy, whatever the seed.
+  for (uint64_t seed = 0; seed < 20; ++seed) EXPECT_EQ(serve::Sampler({1.0, 1e-6, seed}).next(l), 1);
+  // The same seed draws the same tokens; over seeds, more than one token is drawn.
+  std::set<Token> seen;
+  for (uint64_t seed = 0; seed < 50; ++seed) {
+    serve::Sampler a({1.0, 1.0, seed}), b({1.0, 1.0, seed});
+    for (int k = 0; k < 5; ++k) {
+      const Token t = a.next(l);
+      EXPECT_EQ(t, b.next(l));
+      seen.insert(t);
+    }
+  }
+  EXPECT_GE(seen.size(), 3u);
+  std::vector<float> bad = l;
+  bad[3] = NAN;
+  EXPECT_THROW(greedy.next(bad), Error);
+}
+
+TEST(SV3_Sync, ThePlanKeepsTheInOrderMatchAndEvictsTheRest) {
+  const std::vector<std::vector<Token>> have = {{1}, {2, 2}, {3}, {4}};
+  serve::SyncPlan p = serve::plan_sync(have, {{1}, {3}, {4}, {5}});  // a dropped interior span
+  EXPECT_EQ(p.evict, std::vector<size_t>({1}));
+  EXPECT_EQ(p.first_new, 3u);
+  EXPECT_EQ(p.kept_tokens, 3u);
+  p = serve::plan_sync(have, {{1}, {9}, {3}});  // an edit: the rest is evicted, the edit appended
+  EXPECT_EQ(p.evict, std::vector<size_t>({1, 2, 3}));
+  EXPECT_EQ(p.first_new, 1u);
+}
+
+// ---- O2: append_batch gives every session the bits it gets alone
+
+TEST(O2_AppendBatch, EachSessionGetsTheBitsOfItsAppendAlone) {
+  auto model = test::tiny();
+  auto b = make_backend("cpu", model, {});
+  const auto spans = test::spans_of("ad01_banking_ut0_gpt4omini.json");
+  Session a(*b), c(*b), a1(*b), c1(*b);
+  test::build(a, {spans[0]});
+  test::build(c, {spans[0], spans[1]});
+  test::build(a1, {spans[0]});
+  test::build(c1, {spans[0], spans[1]});
+  const std::vector<Token> ta = {5, 6, 7}, tc = {9};
+  const auto out = Session::append_batch(std::vector<BatchAppend>{{&a, 100, ta}, {&c, 100, tc}});
+  const std::vector<float> la = a1.append(100, ta, LogitRows::kLast), lc = c1.append(100, tc, LogitRows::kLast);
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(0, std::memcmp(out[0].data(), la.data(), la.size() * sizeof(float)));
+  EXPECT_EQ(0, std::memcmp(out[1].data(), lc.data(), lc.size() * sizeof(float)));
+  EXPECT_EQ(session_state_sha256(a), session_state_sha256(a1));
+  EXPECT_EQ(session_state_sha256(c), session_state_sha256(c1));
+  // A bad item changes no session: the same session twice, a token outside the vocabulary.
+  const std::string before_a = session_state_sha256(a), before_c = session_state_sha256(c);
+  EXPECT_THROW(Session::append_batch(std::vector<BatchAppend>{{&a, 100, ta}, {&a, 100, tc}}), Error);
+  const std::vector<Token> bad = {100000};
+  EXPECT_THROW(Session::append_batch(std::vector<BatchAppend>{{&a, 100, ta}, {&c, 100, bad}}), Error);
+  EXPECT_EQ(session_state_sha256(a), before_a);
+  EXPECT_EQ(session_state_sha256(c), before_c);
+}
+
+}  // namespace
+}  // namespace akv
