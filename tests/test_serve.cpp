@@ -10,6 +10,8 @@
 #include <regex>
 #include <set>
 #include <sstream>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <filesystem>
 #include <fstream>
@@ -192,7 +194,29 @@ TEST(SV3_Evict, TheEndpointAndTheGuardEqualTheRequestWithoutTheResult) {
   EXPECT_EQ(reply_bits(again.body), reply_bits(cold.body));
   EXPECT_NE(reply_bits(first.body), reply_bits(cold.body));  // the control: keeping it changes the reply
 
-  // The guard: a pattern of the poisoned result's text flags it before generation.
+  // Bad evictions: 404 for an unknown session, 400 for an index out of range; state unchanged.
+  EXPECT_EQ(post(s, {{"messages", {0}}}, "", "/v1/sessions/nobody/evict").status, 404);
+  const Answer range = post(s, {{"messages", {999}}}, "", "/v1/sessions/host/evict");
+  EXPECT_EQ(range.status, 400);
+  EXPECT_NE(range.body["error"]["message"].get<std::string>().find("999"), std::string::npos);
+  EXPECT_EQ(reply_bits(post(s, request_of(all), "host").body), reply_bits(again.body));
+}
+
+// ---- SV7: the guard flags a tool result before generation; the reply is the cold one without it
+
+TEST(SV7_Guard, AFlaggedResultIsEvictedAndTheReplyIsTheColdOneWithoutIt) {
+  const json conv = json::parse(test::slurp(test::example("ad01_banking_ut0_gpt4omini.json")));
+  const json& msgs = conv["messages"];
+  const size_t p = conv["poisoned"][0].get<size_t>();
+  json all = json::array(), without = json::array();
+  for (size_t i = 0; i <= p + 1 && i < msgs.size(); ++i) {
+    all.push_back(msgs[i]);
+    if (i != p) without.push_back(msgs[i]);
+  }
+  TestServer plain;
+  const Answer cold = post(plain, request_of(without), cold_session());
+  EXPECT_NE(reply_bits(post(plain, request_of(all), cold_session()).body), reply_bits(cold.body));  // the control
+  // A pattern of the poisoned result's text flags it before generation.
   serve::EngineOptions eo;
   const std::string content = msgs[p]["content"];
   eo.guard_patterns = {std::regex_replace(content.substr(0, 20), std::regex(R"([.*+?^${}()|\[\]\\])"), R"(\$&)")};
@@ -202,12 +226,26 @@ TEST(SV3_Evict, TheEndpointAndTheGuardEqualTheRequestWithoutTheResult) {
   EXPECT_EQ(g.body["akv"]["guarded_messages"], json::array({p}));
   EXPECT_EQ(reply_bits(g.body), reply_bits(cold.body));
 
-  // Bad evictions: 404 for an unknown session, 400 for an index out of range; state unchanged.
-  EXPECT_EQ(post(s, {{"messages", {0}}}, "", "/v1/sessions/nobody/evict").status, 404);
-  const Answer range = post(s, {{"messages", {999}}}, "", "/v1/sessions/host/evict");
-  EXPECT_EQ(range.status, 400);
-  EXPECT_NE(range.body["error"]["message"].get<std::string>().find("999"), std::string::npos);
-  EXPECT_EQ(reply_bits(post(s, request_of(all), "host").body), reply_bits(again.body));
+  // The same server without a match keeps it.
+  const Answer clean = post(guarded, request_of(without));
+  EXPECT_EQ(clean.body["akv"]["guarded_messages"], json::array());
+}
+
+// ---- SV5: logprobs are of the model's distribution; greedy draws the top one
+
+TEST(SV5_Logprobs, GreedyTokensAreTheirOwnTopLogprob) {
+  TestServer s;
+  const Answer a = post(s, request_of(json::array({{{"role", "user"}, {"content", "what now?"}}}), 8));
+  ASSERT_EQ(a.status, 200);
+  const json& content = a.body["choices"][0]["logprobs"]["content"];
+  ASSERT_EQ(content.size(), a.body["usage"]["completion_tokens"].get<size_t>());
+  for (const json& t : content) {
+    EXPECT_LT(t["logprob"].get<double>(), 0.0);
+    ASSERT_EQ(t["top_logprobs"].size(), 2u);
+    EXPECT_EQ(t["top_logprobs"][0]["bytes"], t["bytes"]);
+    EXPECT_EQ(t["top_logprobs"][0]["logprob"], t["logprob"]);
+    EXPECT_GE(t["top_logprobs"][0]["logprob"].get<double>(), t["top_logprobs"][1]["logprob"].get<double>());
+  }
 }
 
 // ---- SV2/SV6: the API's shapes and its errors
@@ -369,6 +407,46 @@ TEST(SV6_Disconnect, AClientThatLeavesMidStreamLeavesAConsistentSession) {
   EXPECT_EQ(s.engine->load(), 0u);  // its generation stopped
   const json next = request_of(msgs);
   EXPECT_EQ(reply_bits(post(s, next, "leaver").body), reply_bits(post(s, next, cold_session()).body));
+}
+
+// ---- SV6: the command: it prints where it listens, serves, and drains on SIGTERM (exit 0)
+
+TEST(SV6_Signals, TheCommandServesAndExitsZeroOnSigterm) {
+  const fs::path out = fs::temp_directory_path() / ("akv_test_serve_" + std::to_string(getpid()) + ".out");
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    if (!freopen(out.c_str(), "w", stdout)) _exit(127);
+    execl(AKV_CLI, AKV_CLI, "serve", "--model", "tiny", "--port", "0", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  int port = 0;
+  for (int i = 0; i < 400 && port == 0; ++i) {  // at most 20 s
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    const std::string text = test::slurp(out.string());
+    const size_t at = text.find("http://127.0.0.1:");
+    if (at != std::string::npos && text.find(' ', at) != std::string::npos) port = std::atoi(text.c_str() + at + 17);
+  }
+  ASSERT_GT(port, 0) << test::slurp(out.string());
+  httplib::Client c("127.0.0.1", port);
+  c.set_read_timeout(60, 0);
+  auto r = c.Post("/v1/chat/completions", json{{"messages", {{{"role", "user"}, {"content", "hi"}}}}, {"max_tokens", 3}}.dump(),
+                  "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  kill(pid, SIGTERM);
+  int status = -1;
+  for (int i = 0; i < 400; ++i) {  // at most 20 s, then it is killed and the test fails
+    if (waitpid(pid, &status, WNOHANG) == pid) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    if (i == 399) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      ADD_FAILURE() << "akv serve did not stop on SIGTERM";
+    }
+  }
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  fs::remove(out);
 }
 
 // ---- SV9: the audit log has one complete line per reply
