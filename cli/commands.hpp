@@ -22,5 +22,6 @@ Command add_leakage(CLI::App& app);
 Command add_gate(CLI::App& app);
 Command add_verify(CLI::App& app);
 Command add_serve(CLI::App& app);
+Command add_audit(CLI::App& app);
 
 }  // namespace akv::cli

@@ -54,6 +54,7 @@ int main(int argc, char** argv) {
       akv::cli::add_gate(app),
       akv::cli::add_verify(app),
       akv::cli::add_serve(app),
+      akv::cli::add_audit(app),
   };
   app.set_version_flag("--version", "akv " + akv::akv_version() + " (commit " + akv::akv_commit() + ")");
 

@@ -1,0 +1,29 @@
+// akv audit LOG: the offline replay of a server's audit log (spec/serving.md SV9).
+#pragma once
+#include <string>
+#include <vector>
+
+namespace akv::serve {
+
+/// One line's replay: reproduced when a cold engine gives the same tokens, finish reason,
+/// cache digest and logits digest to the logged request (less the messages it dropped).
+struct AuditLine {
+  size_t line = 0;  // 1-based
+  bool reproduced = false;
+  std::string why;  // what differed, or why it could not be replayed ("" when reproduced)
+};
+
+struct AuditReport {
+  std::vector<AuditLine> lines;
+  size_t reproduced() const;
+  /// True only when there was at least one line and every line reproduced (never vacuous).
+  bool passed() const;
+};
+
+/// Replays every line of `path` on a cold engine of the logged model (or `model_override`),
+/// on the logged backend and threads. A line that is not an audit line, or whose model file's
+/// SHA-256 differs from the logged one, is a failure naming why. Throws Error(kBadInput) when
+/// the file cannot be read.
+AuditReport replay_audit_log(const std::string& path, const std::string& model_override = "");
+
+}  // namespace akv::serve
