@@ -9,6 +9,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/options.hpp"
+#include "readers/conversation/chat_parse.hpp"
 #include "reference/chat.hpp"
 #include "reference/error.hpp"
 #include "reference/model.hpp"

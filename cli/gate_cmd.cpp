@@ -5,7 +5,7 @@
 // in include/akv/kernels.h, checks every op it provides for invariance (GT2) and accuracy
 // (GT3), then the composed model end to end (GT4). A failure prints the property, the
 // RapidCheck reproduce string and the shrunk counterexample's file. Loading the library and
-// each check run in a process of their own (cli/gate_isolate.hpp), so a library that crashes,
+// each check run in a process of their own (gate/gate_isolate.hpp, gate/runner.hpp), so a library that crashes,
 // exits or hangs fails that check and the rest still run. Exit 0 every check passed, 1 one
 // failed (or nothing was checked), 2 bad input or a bad library.
 #include <fcntl.h>
@@ -23,36 +23,35 @@
 #include <sstream>
 
 #include "cli/commands.hpp"
-#include "cli/gate_isolate.hpp"
 #include "cli/options.hpp"
+#include "gate/check_list.hpp"
+#include "gate/environment.hpp"
+#include "gate/gate.hpp"
+#include "gate/gate_isolate.hpp"
+#include "gate/junit.hpp"
+#include "gate/runner.hpp"
 #include "optimized/composed/plugin.hpp"
 #include "reference/error.hpp"
 #include "reference/strict.hpp"
-#include "verify/gate/check_list.hpp"
-#include "verify/gate/environment.hpp"
-#include "verify/gate/gate.hpp"
-#include "verify/gate/junit.hpp"
 #include "verify/models.hpp"
 
 namespace akv::cli {
 
 namespace {
 
-struct GateArgs {
-  std::string kernels;
-  std::string ops;
-  gate::Options opt;
-  std::string check;        // one check's id: run only it
-  int check_timeout_s = 600;
-  bool in_process = false;  // load the library and run every check in this process
-  bool seed_set = false;
-  bool json = false;
-  std::string junit;        // --junit FILE: the report as JUnit XML too
-  bool list = false, markdown = false;  // --list [--markdown]: the checks and exit codes, no run
-  // A child of the gate (cli/gate_isolate.hpp): its one report goes to this fd, as JSON.
-  int report_fd = -1;
-  bool describe = false;    // the child only loads the library and reports its name and ops
-};
+using gate::check_out;
+using gate::check_rc_params;
+using gate::check_selection;
+using gate::ensure_std_fds;
+using gate::exit_guard;
+using gate::gate_running;
+using gate::GateArgs;
+using gate::LibInfo;
+using gate::probe;
+using gate::same_gate;
+using gate::shell_words;
+using gate::supervise_children;
+using gate::write_all;
 
 uint32_t parse_ops(const std::string& list) {
   if (list.empty()) return AKV_OP_ALL;
@@ -67,111 +66,10 @@ uint32_t parse_ops(const std::string& list) {
   return bits;
 }
 
-
-// The arguments that run the same gate as `a`, less --check, --in-process and --json.
-std::vector<std::string> same_gate(const GateArgs& a) {
-  std::vector<std::string> v{"gate", "--kernels", a.kernels, "--cases", std::to_string(a.opt.cases), "--seed",
-                             std::to_string(a.opt.seed), "--model", a.opt.model, "--out", a.opt.out};
-  if (a.opt.e2e_cases > 0) v.insert(v.end(), {"--e2e-cases", std::to_string(a.opt.e2e_cases)});
-  if (a.opt.budget_s != gate::Options{}.budget_s) v.insert(v.end(), {"--budget", fmt::format("{:g}", a.opt.budget_s)});
-  if (!a.ops.empty()) v.insert(v.end(), {"--ops", a.ops});
-  return v;
-}
-
-// `v` as one sh command line after "akv".
-std::string shell_words(const std::vector<std::string>& v) {
-  std::string s = "akv";
-  for (const auto& w : v) s += " " + gate::shell_word(w);
-  return s;
-}
-
 // A line on stderr when it is a terminal (what runs now), else nothing.
 void tty_status(const std::string& line) {
   static const bool tty = ::isatty(STDERR_FILENO) == 1;
   if (tty) std::cerr << "\r\033[K" << line << std::flush;
-}
-
-// RC_PARAMS, when set, must parse (else RapidCheck exits at its first use); the gate sets the
-// seed and cases itself, so RapidCheck's banner of its own configuration is not printed.
-void check_rc_params() {
-  if (const char* p = std::getenv("RC_PARAMS")) {
-    try {
-      (void)rc::detail::configFromString(p, rc::detail::Configuration{});
-    } catch (const rc::detail::ConfigurationException& e) {
-      throw Error(ErrorCode::kBadInput, std::string("RC_PARAMS: ") + e.what());
-    }
-  }
-  fflush(stderr);
-  const int saved = ::dup(STDERR_FILENO), null = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
-  if (saved >= 0 && null >= 0) ::dup2(null, STDERR_FILENO);
-  (void)rc::detail::configuration();
-  if (saved >= 0 && null >= 0) ::dup2(saved, STDERR_FILENO);
-  if (saved >= 0) ::close(saved);
-  if (null >= 0) ::close(null);
-}
-
-// --out: made when missing; it must be a directory this process can write.
-void check_out(const std::string& out) {
-  std::error_code ec;
-  std::filesystem::create_directories(out, ec);
-  if (!std::filesystem::is_directory(out, ec)) throw Error(ErrorCode::kBadInput, "--out: '" + out + "' is not a directory and cannot be made one");
-  if (::access(out.c_str(), W_OK | X_OK) != 0) throw Error(ErrorCode::kBadInput, "--out: cannot write in '" + out + "'");
-}
-
-// What the gate needs of a library: from an OpSet here, or from the child that loaded it.
-struct LibInfo {
-  std::string name;
-  uint32_t provides = 0, own = 0;
-};
-
-void check_selection(const GateArgs& a, uint32_t select, const LibInfo& lib) {
-  if (!a.ops.empty() && (select & ~lib.provides))
-    throw Error(ErrorCode::kBadInput, "--ops: " + a.kernels + " does not provide " + op_list(select & ~lib.provides) +
-                                          " (it provides " + op_list(lib.provides) + ")");
-  if (lib.own == 0)
-    throw Error(ErrorCode::kBadKernels, a.kernels + ": provides none of the ops to check (provides: " + op_list(lib.provides) + ")");
-}
-
-// Writes `text` whole to `fd`; Error(kBadKernels) naming `library` when it cannot (in a child,
-// fd 3 is the report pipe: a library that closed or replaced it).
-void write_all(int fd, const std::string& text, const std::string& library) {
-  for (size_t at = 0; at < text.size();) {
-    const ssize_t n = ::write(fd, text.data() + at, text.size() - at);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0)
-      throw Error(ErrorCode::kBadKernels, library + ": cannot write the gate's report to fd " + std::to_string(fd) + " (" +
-                                              std::strerror(errno) + "; closed or replaced by the library?)");
-    at += static_cast<size_t>(n);
-  }
-}
-
-// The library loaded in a child process: its name and ops, or the child's error (exit 2), or
-// Error(kBadKernels) saying how loading it ended the child (a crash, exit(), a hang).
-LibInfo probe(const GateArgs& a) {
-  std::vector<std::string> args{"gate", "--kernels", a.kernels, "--describe", "--in-process", "--report-fd", "3"};
-  if (!a.ops.empty()) args.insert(args.end(), {"--ops", a.ops});
-  const ChildRun run = run_child(args, a.check_timeout_s);
-  if (run.end == ChildRun::End::kExited && run.status == 0 && run.has_report) {
-    try {
-      const nlohmann::json j = nlohmann::json::parse(run.report);
-      return {j.at("name").get<std::string>(), j.at("provides").get<uint32_t>(), j.at("own").get<uint32_t>()};
-    } catch (const std::exception&) {  // below
-    }
-  }
-  if (run.end == ChildRun::End::kExited && run.status == 2) {
-    // The child's one error line, "akv: error: CODE: message": the same error here.
-    const size_t at = run.output.rfind("akv: error: ");
-    if (at != std::string::npos) {
-      const std::string line = run.output.substr(at + 12, run.output.find('\n', at) - at - 12);
-      const size_t colon = line.find(": ");
-      ErrorCode code;
-      if (colon != std::string::npos && error_code_from_name(std::string_view(line).substr(0, colon), code))
-        throw Error(code, line.substr(colon + 2));
-    }
-  }
-  const std::string last = run.tail(1);
-  throw Error(ErrorCode::kBadKernels, a.kernels + ": loading it (in a process of its own) " + run.what(a.check_timeout_s) +
-                                          (last.empty() ? "" : "; its last output: " + last.substr(5)));
 }
 
 int run_gate_cmd(GateArgs& a) {
@@ -274,16 +172,8 @@ int run_gate_cmd(GateArgs& a) {
       std::cout << std::flush;
     };
     auto in_child = [&](const std::string& id) {
-      std::vector<std::string> args = same_gate(a);
-      args.insert(args.end(), {"--check", id, "--in-process"});
-      std::vector<std::string> child_args = args;
-      child_args.insert(child_args.end(), {"--report-fd", "3"});
       tty_status(fmt::format("akv gate: [{}/{}] {} ...", done + 1, total, id));
-      const auto t0 = std::chrono::steady_clock::now();
-      gate::Check c = check_from_child(run_child(child_args, a.check_timeout_s), gate::describe_check(id), a.check_timeout_s,
-                                       shell_words(args));
-      c.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      return c;
+      return gate::run_in_child(a, id);
     };
     if (!a.check.empty()) {
       checks.push_back(a.in_process ? gate::run_check(a.check, ops, a.opt) : in_child(a.check));
@@ -355,7 +245,7 @@ Command add_gate(CLI::App& app) {
       ->check(decimal(1, 86400));
   c->add_flag("--in-process", a->in_process,
               "Load the library and run the checks in this process, not one process each: a crash or hang of the library then ends the gate (for a debugger)");
-  // A child of the gate (cli/gate_isolate.hpp); not for users, so not in --help.
+  // A child of the gate (gate/gate_isolate.hpp); not for users, so not in --help.
   c->add_option("--report-fd", a->report_fd, "The gate's child: the fd of its report")->group("")->check(decimal(3, 1023));
   c->add_flag("--describe", a->describe, "The gate's child: load the library and report its name and ops")->group("");
   c->footer("The end-to-end checks (GT4) vary threads too: each backend of a case draws 1..3 threads when the table has "

@@ -15,10 +15,11 @@
 #include "cli/commands.hpp"
 #include "cli/options.hpp"
 #include "cli/shared_options.hpp"
+#include "readers/conversation/chat_parse.hpp"
 #include "reference/error.hpp"
 #include "verify/backends.hpp"
-#include "verify/leakage.hpp"
-#include "verify/leakage_report.hpp"
+#include "leakage/leakage.hpp"
+#include "leakage/leakage_report.hpp"
 #include "verify/models.hpp"
 
 namespace akv::cli {

@@ -9,6 +9,7 @@
 #include "cli/commands.hpp"
 #include "cli/options.hpp"
 #include "cli/shared_options.hpp"
+#include "readers/conversation/chat_parse.hpp"
 #include "reference/error.hpp"
 #include "reference/session.hpp"
 #include "verify/backends.hpp"

@@ -7,6 +7,7 @@
 #include "cli/commands.hpp"
 #include "cli/options.hpp"
 #include "cli/shared_options.hpp"
+#include "readers/conversation/chat_parse.hpp"
 #include "verify/models.hpp"
 #include "verify/witness.hpp"
 

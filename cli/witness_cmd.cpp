@@ -11,6 +11,7 @@
 #include "cli/shared_options.hpp"
 #include "optimized/cpu/isa.hpp"
 #include "optimized/cpu/thread_pool.hpp"
+#include "readers/conversation/chat_parse.hpp"
 #include "verify/provenance.hpp"
 #include "verify/witness.hpp"
 

@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "fuzz/finding.hpp"
+#include "readers/conversation/chat_parse.hpp"
 #include "reference/chat.hpp"
 #include "reference/error.hpp"
 

@@ -13,10 +13,10 @@
 #include <vector>
 
 #include "fuzz/finding.hpp"
-#include "model/dequant.hpp"
-#include "model/gguf.hpp"
-#include "model/gguf_config.hpp"
-#include "model/gguf_weights.hpp"
+#include "readers/gguf/dequant.hpp"
+#include "readers/gguf/gguf.hpp"
+#include "readers/gguf/gguf_config.hpp"
+#include "readers/gguf/gguf_weights.hpp"
 #include "reference/error.hpp"
 
 namespace {

@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "fuzz/finding.hpp"
-#include "model/hf_config.hpp"
-#include "model/safetensors.hpp"
+#include "readers/hf/hf_config.hpp"
+#include "readers/hf/safetensors.hpp"
 #include "reference/error.hpp"
 
 namespace {

@@ -14,9 +14,9 @@
 #include <string_view>
 
 #include "fuzz/finding.hpp"
-#include "model/bpe_tokenizer.hpp"
-#include "model/chatml.hpp"
-#include "model/pre_tokenizer.hpp"
+#include "readers/tokenizer/bpe_tokenizer.hpp"
+#include "readers/tokenizer/chatml.hpp"
+#include "readers/tokenizer/pre_tokenizer.hpp"
 #include "reference/error.hpp"
 
 using namespace akv;

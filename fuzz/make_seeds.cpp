@@ -1,14 +1,14 @@
 // Writes the seed inputs of the model-file fuzz targets (docs/fuzzing.md): small valid GGUF
 // files, safetensors files and config.json texts, built with the test suites' writers
-// (tests/gguf_builder.hpp, tests/safetensors_builder.hpp).
+// (tests/support/gguf_builder.hpp, tests/support/safetensors_builder.hpp).
 //
 //   akv_make_fuzz_seeds GGUF_DIR SAFETENSORS_DIR
 #include <cstdio>
 #include <filesystem>
 #include <string>
 
-#include "../tests/gguf_builder.hpp"
-#include "../tests/safetensors_builder.hpp"
+#include "tests/support/gguf_builder.hpp"
+#include "tests/support/safetensors_builder.hpp"
 
 namespace {
 

@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "readers/conversation/chat_parse.hpp"
 #include "reference/chat.hpp"
 #include "serve/sampler.hpp"
 

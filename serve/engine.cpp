@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <set>
 
-#include "model/pre_tokenizer.hpp"
+#include "readers/tokenizer/pre_tokenizer.hpp"
 #include "reference/error.hpp"
 
 namespace akv::serve {

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "readers/conversation/chat_parse.hpp"
 #include "reference/backend.hpp"
 #include "reference/chat.hpp"
 #include "reference/model.hpp"

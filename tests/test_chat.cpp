@@ -1,6 +1,7 @@
 // Tokenizer and chat format (spec/model.md M5): one span per message, documented serialisation.
 #include <gtest/gtest.h>
 
+#include "readers/conversation/chat_parse.hpp"
 #include "reference/chat.hpp"
 #include "reference/error.hpp"
 #include "reference/tokenizer.hpp"

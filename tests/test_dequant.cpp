@@ -7,8 +7,8 @@
 #include <cmath>
 #include <cstring>
 
-#include "gguf_builder.hpp"
-#include "model/dequant.hpp"
+#include "tests/support/gguf_builder.hpp"
+#include "readers/gguf/dequant.hpp"
 #include "reference/error.hpp"
 #include "reference/prng.hpp"
 #include "verify/digest.hpp"

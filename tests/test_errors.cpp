@@ -108,7 +108,7 @@ TEST(O4_Logits, NextTokenLogitsAreTheLastRow) {
 
 namespace akv {
 namespace {
-// The gate passes a child's error on by its name (cli/gate_cmd.cpp): every name maps back.
+// The gate passes a child's error on by its name (gate/runner.cpp): every name maps back.
 TEST(O6_Errors, EveryCodeNameMapsBackToItsCode) {
   int named = 0;
   for (int i = 0; std::string_view(error_code_name(static_cast<ErrorCode>(i))) != "unknown"; ++i, ++named) {

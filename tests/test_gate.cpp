@@ -23,12 +23,12 @@
 #include "reference/c_kernels.hpp"
 #include "reference/error.hpp"
 #include "reference/ops.hpp"
-#include "verify/gate/check_list.hpp"
-#include "verify/gate/gate.hpp"
-#include "verify/gate/junit.hpp"
-#include "verify/gate/message.hpp"
-#include "verify/gate/op_props.hpp"
-#include "verify/gate/shapes.hpp"
+#include "gate/check_list.hpp"
+#include "gate/gate.hpp"
+#include "gate/junit.hpp"
+#include "gate/message.hpp"
+#include "gate/op_props.hpp"
+#include "gate/shapes.hpp"
 
 #include <akv/exp.h>
 
@@ -701,7 +701,7 @@ TEST(GT5_GateReport, TheSeedComesFirstAndTheEnvironmentIsRecorded) {
 }
 
 TEST(GT5_GateReport, MessagesLeadWithWhatFailed) {
-  const std::string rc = "/src/akv/verify/gate/op_props.cpp:146:\nRC_FAIL(gate_d_)\n\nrow 0 of M=2 vs the row alone: not bitwise equal";
+  const std::string rc = "/src/akv/gate/op_props.cpp:146:\nRC_FAIL(gate_d_)\n\nrow 0 of M=2 vs the row alone: not bitwise equal";
   const std::string m = gate::lead_with_failure(rc);
   EXPECT_EQ(m.substr(0, m.find('\n')), "row 0 of M=2 vs the row alone: not bitwise equal") << m;
   EXPECT_NE(m.find("(RC_FAIL(gate_d_))"), std::string::npos) << m;

@@ -10,8 +10,8 @@
 
 #include <unistd.h>
 
-#include "gguf_builder.hpp"
-#include "model/gguf.hpp"
+#include "tests/support/gguf_builder.hpp"
+#include "readers/gguf/gguf.hpp"
 #include "reference/error.hpp"
 #include "reference/prng.hpp"
 

@@ -4,8 +4,8 @@
 
 #include <functional>
 
-#include "gguf_builder.hpp"
-#include "model/gguf_config.hpp"
+#include "tests/support/gguf_builder.hpp"
+#include "readers/gguf/gguf_config.hpp"
 #include "reference/config.hpp"
 #include "reference/error.hpp"
 

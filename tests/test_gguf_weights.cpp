@@ -5,9 +5,9 @@
 #include <cstring>
 #include <limits>
 
-#include "gguf_builder.hpp"
-#include "model/gguf_config.hpp"
-#include "model/gguf_weights.hpp"
+#include "tests/support/gguf_builder.hpp"
+#include "readers/gguf/gguf_config.hpp"
+#include "readers/gguf/gguf_weights.hpp"
 #include "reference/error.hpp"
 
 using namespace akv;

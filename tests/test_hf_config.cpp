@@ -5,9 +5,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "model/hf_config.hpp"
+#include "readers/hf/hf_config.hpp"
 #include "reference/error.hpp"
-#include "safetensors_builder.hpp"
+#include "tests/support/safetensors_builder.hpp"
 
 using namespace akv;
 using namespace akv::model;

@@ -10,14 +10,14 @@
 #include <map>
 #include <tuple>
 
-#include "gguf_builder.hpp"
-#include "model/gguf_config.hpp"
-#include "model/gguf_weights.hpp"
-#include "model/hf_config.hpp"
-#include "model/hf_weights.hpp"
+#include "tests/support/gguf_builder.hpp"
+#include "readers/gguf/gguf_config.hpp"
+#include "readers/gguf/gguf_weights.hpp"
+#include "readers/hf/hf_config.hpp"
+#include "readers/hf/hf_weights.hpp"
 #include "reference/backend.hpp"
 #include "reference/error.hpp"
-#include "safetensors_builder.hpp"
+#include "tests/support/safetensors_builder.hpp"
 
 using namespace akv;
 using namespace akv::model;

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "optimized/cpu/thread_pool.hpp"
+#include "readers/conversation/chat_parse.hpp"
 #include "reference/chat.hpp"
 #include "reference/error.hpp"
 #include "reference/strict.hpp"

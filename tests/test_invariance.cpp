@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "harness_support.hpp"
+#include "readers/conversation/chat_parse.hpp"
 #include "support.hpp"
 #include "verify/check/invariance.hpp"
 

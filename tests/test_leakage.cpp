@@ -8,6 +8,7 @@
 #include <set>
 
 #include "optimized/cpu/isa.hpp"
+#include "readers/conversation/chat_parse.hpp"
 #include "reference/error.hpp"
 #include "reference/ops.hpp"
 #include "reference/policy.hpp"

@@ -7,11 +7,12 @@
 #include <fmt/format.h>
 
 #include "cli_support.hpp"
+#include "readers/conversation/chat_parse.hpp"
 #include "reference/error.hpp"
 #include "support.hpp"
-#include "verify/leak_strings.hpp"
-#include "verify/leakage.hpp"
-#include "verify/leakage_report.hpp"
+#include "leakage/leak_strings.hpp"
+#include "leakage/leakage.hpp"
+#include "leakage/leakage_report.hpp"
 
 using namespace akv;
 namespace fs = std::filesystem;

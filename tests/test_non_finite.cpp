@@ -10,6 +10,7 @@
 #include "optimized/cpu/isa.hpp"
 #include "optimized/cpu/kernels.hpp"
 #include "optimized/cpu/localise.hpp"
+#include "readers/conversation/chat_parse.hpp"
 #include "reference/model.hpp"
 #include "support.hpp"
 #include "verify/check/same_bits.hpp"

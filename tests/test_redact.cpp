@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_support.hpp"
+#include "readers/conversation/chat_parse.hpp"
 #include "reference/error.hpp"
 #include "reference/session.hpp"
 #include "support.hpp"

@@ -9,11 +9,11 @@
 
 #include <unistd.h>
 
-#include "model/hf_checkpoint.hpp"
-#include "model/safetensors.hpp"
+#include "readers/hf/hf_checkpoint.hpp"
+#include "readers/hf/safetensors.hpp"
 #include "reference/error.hpp"
 #include "reference/prng.hpp"
-#include "safetensors_builder.hpp"
+#include "tests/support/safetensors_builder.hpp"
 
 using namespace akv;
 using namespace akv::model;

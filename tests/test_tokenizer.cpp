@@ -9,9 +9,10 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "gguf_builder.hpp"
-#include "model/bpe_tokenizer.hpp"
-#include "model/chatml.hpp"
+#include "readers/conversation/chat_parse.hpp"
+#include "tests/support/gguf_builder.hpp"
+#include "readers/tokenizer/bpe_tokenizer.hpp"
+#include "readers/tokenizer/chatml.hpp"
 #include "reference/error.hpp"
 #include "verify/models.hpp"
 #include "verify/witness.hpp"

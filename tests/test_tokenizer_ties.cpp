@@ -7,7 +7,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "model/bpe_tokenizer.hpp"
+#include "readers/tokenizer/bpe_tokenizer.hpp"
 #include "cli_support.hpp"
 #include "support.hpp"
 

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <sys/wait.h>
 
+#include "readers/conversation/chat_parse.hpp"
 #include "reference/error.hpp"
 #include "support.hpp"
 #include "wrapped_backend.hpp"

@@ -8,12 +8,12 @@
 #include <nlohmann/json.hpp>
 #include <sys/wait.h>
 
-#include "model/chatml.hpp"
-#include "model/gguf.hpp"
-#include "model/gguf_config.hpp"
-#include "model/gguf_weights.hpp"
-#include "model/hf_weights.hpp"
-#include "model/mapped_file.hpp"
+#include "readers/tokenizer/chatml.hpp"
+#include "readers/gguf/gguf.hpp"
+#include "readers/gguf/gguf_config.hpp"
+#include "readers/gguf/gguf_weights.hpp"
+#include "readers/hf/hf_weights.hpp"
+#include "readers/mapped_file.hpp"
 #include "reference/error.hpp"
 #include "reference/synthetic_spec.hpp"
 #include "verify/digest.hpp"

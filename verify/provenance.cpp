@@ -8,7 +8,8 @@
 #include <fstream>
 #include <vector>
 
-#include "model/mapped_file.hpp"
+#include "readers/conversation/chat_parse.hpp"
+#include "readers/mapped_file.hpp"
 #include "optimized/cpu/isa.hpp"
 #include "reference/chat.hpp"
 #include "reference/error.hpp"

@@ -2,6 +2,7 @@
 // that are not valid chat text reach `akv witness`.
 #include <gtest/gtest.h>
 
+#include "readers/conversation/chat_parse.hpp"
 #include "reference/chat.hpp"
 #include "reference/error.hpp"
 #include "verify/witness.hpp"

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <set>
 
+#include "readers/conversation/chat_parse.hpp"
 #include "reference/chat.hpp"
 #include "reference/synthetic_spec.hpp"
 #include "tests/properties/mutants.hpp"

@@ -6,6 +6,7 @@
 
 #include "mutants.hpp"
 #include "prop_support.hpp"
+#include "readers/conversation/chat_parse.hpp"
 #include "verify/witness.hpp"
 
 using namespace akv;

@@ -3,7 +3,8 @@
 #include <gtest/gtest.h>
 
 #include "../support.hpp"
-#include "verify/leakage.hpp"
+#include "leakage/leakage.hpp"
+#include "readers/conversation/chat_parse.hpp"
 
 using namespace akv;
 

@@ -11,10 +11,10 @@
 #include <regex>
 #include <sstream>
 
-#include "model/dequant.hpp"
-#include "model/gguf.hpp"
-#include "model/gguf_config.hpp"
-#include "model/gguf_weights.hpp"
+#include "readers/gguf/dequant.hpp"
+#include "readers/gguf/gguf.hpp"
+#include "readers/gguf/gguf_config.hpp"
+#include "readers/gguf/gguf_weights.hpp"
 #include "reference/error.hpp"
 #include "reference/prng.hpp"
 #include "verify/digest.hpp"

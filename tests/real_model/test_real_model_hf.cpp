@@ -12,9 +12,9 @@
 #include <nlohmann/json.hpp>
 #include <tuple>
 
-#include "model/gguf_weights.hpp"
-#include "model/hf_checkpoint.hpp"
-#include "model/hf_weights.hpp"
+#include "readers/gguf/gguf_weights.hpp"
+#include "readers/hf/hf_checkpoint.hpp"
+#include "readers/hf/hf_weights.hpp"
 #include "reference/backend.hpp"
 #include "reference/kv_cache.hpp"
 #include "verify/backends.hpp"

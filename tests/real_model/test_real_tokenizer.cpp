@@ -9,8 +9,9 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "model/bpe_tokenizer.hpp"
-#include "model/chatml.hpp"
+#include "readers/conversation/chat_parse.hpp"
+#include "readers/tokenizer/bpe_tokenizer.hpp"
+#include "readers/tokenizer/chatml.hpp"
 #include "reference/chat.hpp"
 
 using namespace akv;

@@ -14,6 +14,7 @@
 #include "../cli_support.hpp"
 #include "../support.hpp"
 #include "../text_file.hpp"
+#include "readers/conversation/chat_parse.hpp"
 #include "verify/backends.hpp"
 #include "verify/models.hpp"
 #include "verify/witness.hpp"

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "readers/conversation/chat_parse.hpp"
 #include "reference/chat.hpp"
 
 namespace akv::gen {

@@ -1,0 +1,184 @@
+// akv_real_bench --model PATH.gguf [--threads N] [--runs N] [--steps N] [--only pp512|pp2048|tg] [--witness CMD]
+//                [--json F] [--composed]
+// The cpu backend on a real GGUF model, measured the way llama.cpp's llama-bench measures:
+// prefill of 512 and 2048 random tokens in one append with logits for the last row only (pp),
+// decode of single tokens after a 4096-token context (tg at depth 4096); each the median of
+// --runs runs after one warm-up. Also the FMA peak and the OpenBLAS kernel name for context,
+// and, with --witness, the wall time and peak RSS of a command run as a child under
+// /usr/bin/time. Prints a table and writes the JSON to --json. Not a test: figures only.
+// --composed: the composed forward over the cpu kernels' table (spec/gate.md GT7, GT8) in place of
+// the cpu backend's fused forward, for the A/B of docs/performance.md.
+#include <fmt/format.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+
+#include "readers/gguf/gguf_weights.hpp"
+#include "bench/cpu/common.hpp"
+#include "bench/cpu/peak.hpp"
+#include "optimized/composed/composed_backend.hpp"
+#include "optimized/cpu/c_kernels.hpp"
+#include "optimized/cpu/cpu_backend.hpp"
+
+extern "C" char* openblas_get_corename(void);
+
+using namespace akv;
+using bench::Clock;
+using bench::cpu_model;
+using bench::flops;
+using bench::random_tokens;
+using bench::secs;
+
+namespace {
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// OpenBLAS's generic kernels are the fallback for CPUs its build does not know.
+bool generic_corename(const std::string& s) {
+  std::string l = s;
+  for (char& ch : l) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return l.empty() || l.find("generic") != std::string::npos || l == "prescott" || l == "core2" || l == "unknown";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string path, json_out, witness, only;
+  bool composed = false;
+  int threads = 2, runs = 5, steps = 32;
+  for (int i = 1; i < argc; ++i) {
+    const bool has = i + 1 < argc;
+    if (!std::strcmp(argv[i], "--model") && has) path = argv[++i];
+    else if (!std::strcmp(argv[i], "--threads") && has) threads = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--runs") && has) runs = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--steps") && has) steps = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--witness") && has) witness = argv[++i];
+    else if (!std::strcmp(argv[i], "--only") && has) only = argv[++i];
+    else if (!std::strcmp(argv[i], "--json") && has) json_out = argv[++i];
+    else if (!std::strcmp(argv[i], "--composed")) composed = true;
+    else {
+      std::cerr << "usage: akv_real_bench --model PATH.gguf [--threads N] [--runs N] [--steps N] [--only pp512|pp2048|tg] [--witness CMD] [--json F] [--composed]\n";
+      return 2;
+    }
+  }
+  if (path.empty() || threads < 1 || runs < 1 || steps < 1) {
+    std::cerr << "akv_real_bench: --model is required; --threads, --runs, --steps must be positive\n";
+    return 2;
+  }
+  auto t0 = Clock::now();
+  std::shared_ptr<const Model> model;
+  try {
+    model = model::load_gguf_model(path, "real");
+  } catch (const std::exception& e) {
+    std::cerr << "akv_real_bench: " << e.what() << "\n";
+    return 2;
+  }
+  const double load_s = secs(t0);
+  const Config& c = model->config;
+  cpu::CpuBackend fused(model, {"auto", threads});
+  const cpu::Isa isa = fused.isa();
+  cpu::CpuKernelTable table(isa, threads);
+  std::unique_ptr<Backend> comp;
+  if (composed) comp = make_composed_backend(model, std::make_shared<const OpSet>(table.table(), nullptr, "cpu"));
+  Backend& b = composed ? *comp : static_cast<Backend&>(fused);
+  const std::string core = openblas_get_corename() ? openblas_get_corename() : "";
+  const bool generic = generic_corename(core);
+  const cpu::Isa peak_isa = isa == cpu::Isa::kPortable ? cpu::Isa::kAvx2 : isa;
+  const double peak = bench::fma_peak_gflops(peak_isa, threads);
+
+  nlohmann::json J;
+  J["machine"] = {{"cpu", cpu_model()}, {"hardware_threads", std::thread::hardware_concurrency()},
+                  {"isa", cpu::isa_name(isa)}, {"threads", threads}, {"fma_peak_gflops", peak},
+                  {"openblas_corename", core}, {"openblas_generic_fallback", generic}};
+  J["model"] = {{"path", path}, {"hidden", c.hidden}, {"layers", c.n_layers}, {"heads", c.n_heads},
+                {"kv_heads", c.n_kv_heads}, {"head_dim", c.head_dim}, {"ffn", c.ffn}, {"vocab", c.vocab},
+                {"load_seconds", load_s}};
+  J["runs"] = runs;
+  J["forward"] = composed ? "composed over the cpu table" : "cpu backend (fused)";
+  fmt::print("akv cpu {}: {} ({} hardware threads), ISA {}, {} threads, FMA peak {:.1f} GFLOP/s\n",
+             composed ? "kernels, composed forward" : "backend", cpu_model(),
+             std::thread::hardware_concurrency(), cpu::isa_name(isa), threads, peak);
+  fmt::print("OpenBLAS core: {}{}\n", core.empty() ? "(none)" : core,
+             generic ? "  ** generic/fallback kernel: do not quote ratios against OpenBLAS **" : "");
+  fmt::print("model {}: hidden {}, {} layers, {} heads / {} KV heads, head dim {}, ffn {}, vocab {} (load {:.2f} s)\n",
+             path, c.hidden, c.n_layers, c.n_heads, c.n_kv_heads, c.head_dim, c.ffn, c.vocab, load_s);
+
+  std::vector<float> logits(c.vocab);
+  // One forward of `t` on `cache`, logits of its last row only.
+  auto append_last = [&](KVCache& cache, std::span<const Token> t) {
+    const uint32_t row[1] = {static_cast<uint32_t>(t.size() - 1)};
+    b.forward_rows(cache, t, row, logits);
+  };
+
+  // Prefill (pp): one append of n tokens on an empty cache, last row's logits.
+  auto wanted = [&](const std::string& test) { return only.empty() || only == test; };
+  for (size_t n : {size_t{512}, size_t{2048}}) {
+    if (!wanted("pp" + std::to_string(n))) continue;
+    const auto t = random_tokens(n, 1, c.vocab);
+    std::vector<double> s;
+    for (int r = 0; r <= runs; ++r) {  // run 0: warm-up
+      KVCache cache(c);
+      const auto t1 = Clock::now();
+      append_last(cache, t);
+      if (r > 0) s.push_back(secs(t1));
+    }
+    const double med = median(s);
+    J["prefill"].push_back({{"tokens", n}, {"seconds", s}, {"median_seconds", med}, {"tokens_per_second", n / med},
+                            {"gflops", flops(c, 0, n, 1) / med / 1e9}});
+    fmt::print("prefill {:5} tokens: {:8.1f} tokens/s  (median {:.3f} s of {}; {:.1f} GFLOP/s = {:.0f}% of peak)\n", n, n / med,
+               med, runs, flops(c, 0, n, 1) / med / 1e9, 100 * flops(c, 0, n, 1) / med / 1e9 / peak);
+  }
+
+  // Decode (tg) at depth 4096: `steps` single-token appends after a 4096-token context.
+  if (wanted("tg")) {
+    const size_t ctx = 4096;
+    const auto t = random_tokens(ctx + steps, 3, c.vocab);
+    KVCache cache(c);
+    append_last(cache, std::span<const Token>(t.data(), ctx));
+    std::vector<double> s;
+    for (int r = 0; r <= runs; ++r) {
+      cache.truncate(ctx);
+      const auto t1 = Clock::now();
+      for (int i = 0; i < steps; ++i) append_last(cache, std::span<const Token>(&t[ctx + i], 1));
+      if (r > 0) s.push_back(secs(t1));
+    }
+    const double med = median(s);
+    J["decode"] = {{"context", ctx}, {"steps", steps}, {"seconds", s}, {"median_seconds", med},
+                   {"tokens_per_second", steps / med}};
+    fmt::print("decode at context {}: {:8.1f} tokens/s  (median of {} runs of {} steps)\n", ctx, steps / med, runs, steps);
+  }
+
+  // The witness, a child process under /usr/bin/time: wall seconds and peak RSS (KiB).
+  if (!witness.empty()) {
+    const std::string tf = "/tmp/akv_real_bench." + std::to_string(getpid()) + ".time";
+    const std::string cmd = "/usr/bin/time -o " + tf + " -f '%e %M' " + witness + " >/dev/null 2>&1";
+    const int rc = std::system(cmd.c_str());
+    double wall = -1, rss_kib = -1;
+    if (std::ifstream in(tf); in) {
+      // The last line holds the figures (a failing command adds a "Command exited" line before).
+      std::string line, last_line;
+      while (std::getline(in, line))
+        if (!line.empty()) last_line = line;
+      std::sscanf(last_line.c_str(), "%lf %lf", &wall, &rss_kib);
+    }
+    std::remove(tf.c_str());
+    const int exit_code = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+    J["witness"] = {{"command", witness}, {"exit_code", exit_code}, {"wall_seconds", wall}, {"peak_rss_mib", rss_kib / 1024}};
+    fmt::print("witness: {:.2f} s wall, peak RSS {:.0f} MiB, exit {}  ({})\n", wall, rss_kib / 1024, exit_code, witness);
+  }
+  if (!json_out.empty()) std::ofstream(json_out) << J.dump(2) << "\n";
+  return 0;
+}

@@ -1,0 +1,354 @@
+// Conversation files -> Conversation (spec/model.md M5, spec/input.md IN1-IN3): every field
+// is serialised, rejected, or ignored and listed; nothing is dropped silently.
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "readers/conversation/chat_parse.hpp"
+#include "reference/error.hpp"
+#include "reference/strict.hpp"
+
+namespace akv {
+
+namespace {
+using nlohmann::json;
+
+[[noreturn]] void bad(const std::string& where, const std::string& what) {
+  throw Error(ErrorCode::kBadInput, where + ": " + what);
+}
+
+// Keys that never reach a model, on a message, a content part or a tool call (IN2).
+const std::set<std::string>& never_reach_model() {
+  static const std::set<std::string> keys = {"id", "timestamp", "created", "created_at", "updated_at", "metadata", "index"};
+  return keys;
+}
+
+// Keys that reach the model but have no serialisation in akv's spans: rejected (IN2).
+const char* no_token_form(const std::string& key) {
+  if (key == "audio") return "an audio reference reaches the model but akv serialises no audio (spec/input.md IN2)";
+  return nullptr;
+}
+
+// Top-level keys of a request or log that never reach the model's prompt or logits: where the
+// file came from, and the sampling and transport options of the API call (IN2).
+const std::set<std::string>& top_level_ignored() {
+  static const std::set<std::string> keys = {
+      "source", "tags", "note", "notes", "description", "metadata", "id", "created", "created_at", "timestamp",
+      "model", "user", "temperature", "top_p", "top_k", "seed", "n", "stream", "stream_options", "stop", "max_tokens",
+      "max_completion_tokens", "presence_penalty", "frequency_penalty", "logit_bias", "logprobs", "top_logprobs", "store",
+      "akv_counterexample"};  // a property's counterexample file: how it was found (spec/properties.md)
+  return keys;
+}
+
+// Why a top-level key that reaches the model is rejected (IN2), or nullptr for an unknown key.
+const char* top_level_reaches_model(const std::string& key) {
+  if (key == "system")
+    return "a top-level system prompt (Anthropic's request shape) reaches the model; write it as messages[0] with "
+           "role \"system\" (spec/input.md IN2)";
+  if (key == "tools" || key == "functions")
+    return "tool definitions reach the model: chat templates render them into the prompt, and akv's template renders "
+           "none, so a certificate would cover another prompt than the one the agent ran; remove them, or render them "
+           "into a system message yourself (spec/input.md IN2)";
+  if (key == "tool_choice" || key == "response_format" || key == "parallel_tool_calls" || key == "instructions")
+    return "this request option can change the prompt the model reads and akv does not render it (spec/input.md IN2)";
+  if (key == "input")
+    return "an OpenAI Responses API body: akv reads chat \"messages\"; convert its input items to messages "
+           "(docs/auditors-guide.md, Other formats; spec/input.md IN2)";
+  return nullptr;
+}
+
+// Walks the keys of `o`: `serialised` ones are the caller's, never-reach-model ones are
+// recorded in `ignored`, anything else is rejected naming it.
+void check_keys(const json& o, const std::string& where, const std::set<std::string>& serialised,
+                std::vector<std::string>& ignored) {
+  for (const auto& [key, value] : o.items()) {
+    if (serialised.count(key)) continue;
+    const std::string w = where + "." + printable(key, 40);
+    if (const char* why = no_token_form(key)) bad(w, why);
+    if (never_reach_model().count(key)) {
+      ignored.push_back(w);
+      continue;
+    }
+    bad(w, "unknown field: akv cannot tell whether it reaches the model, so it rejects it (spec/input.md IN2)");
+  }
+}
+
+std::string type_of(const json& v) { return v.type_name(); }
+
+std::string string_field(const json& o, const char* key, const std::string& where) {
+  if (!o.contains(key) || o[key].is_null()) return {};
+  if (!o[key].is_string()) bad(where + "." + key, "expected a string, got " + type_of(o[key]));
+  return o[key].get<std::string>();
+}
+
+// content: a string, null, or an array of parts: {"type": "text", "text"} (concatenated),
+// {"type": "refusal", "refusal"} (assistant; appended to `refusal`); other part types reach
+// the model as images, audio or files and are rejected.
+std::string content_text(const json& m, const std::string& where, const std::string& role, std::string& refusal,
+                         std::vector<std::string>& ignored) {
+  if (!m.contains("content") || m["content"].is_null()) return {};
+  const json& c = m["content"];
+  if (c.is_string()) return c.get<std::string>();
+  if (!c.is_array()) bad(where + ".content", "expected a string, null or an array of parts, got " + type_of(c));
+  std::string s;
+  for (size_t i = 0; i < c.size(); ++i) {
+    const std::string w = where + ".content[" + std::to_string(i) + "]";
+    if (!c[i].is_object()) bad(w, "expected a part object {\"type\": \"text\", \"text\": string}, got " + type_of(c[i]));
+    const std::string type = string_field(c[i], "type", w);
+    if (type == "text") {
+      check_keys(c[i], w, {"type", "text"}, ignored);
+      if (!c[i].contains("text") || !c[i]["text"].is_string()) bad(w + ".text", "expected a string");
+      s += c[i]["text"].get<std::string>();
+    } else if (type == "refusal" && role == "assistant") {
+      check_keys(c[i], w, {"type", "refusal"}, ignored);
+      if (!c[i].contains("refusal") || !c[i]["refusal"].is_string()) bad(w + ".refusal", "expected a string");
+      refusal += c[i]["refusal"].get<std::string>();
+    } else if (type.empty()) {
+      bad(w + ".type", "missing: a content part names its type");
+    } else {
+      bad(w + ".type", "'" + printable(type, 40) + "' parts" +
+                           (type == "refusal" ? " belong to assistant messages"
+                            : type == "tool_use" || type == "tool_result"
+                                ? " are Anthropic content blocks: akv reads OpenAI chat messages; write a tool_use as an "
+                                  "assistant's tool_calls and a tool_result as a tool message (spec/input.md IN2)"
+                                : " reach the model, and akv serialises only text parts (and refusal parts of assistant "
+                                  "messages): an image, audio or file has no token form in akv's spans (spec/input.md IN2)"));
+    }
+  }
+  return s;
+}
+
+// A function call object {"name", "arguments"}: arguments as the JSON text the API carries
+// (an object or array is written as compact JSON).
+ToolCall function_call(const json& f, const std::string& where, std::vector<std::string>& ignored) {
+  if (!f.is_object()) bad(where, "expected an object {\"name\", \"arguments\"}, got " + type_of(f));
+  check_keys(f, where, {"name", "arguments"}, ignored);
+  ToolCall call;
+  call.name = string_field(f, "name", where);
+  if (f.contains("arguments") && !f["arguments"].is_null())
+    call.arguments = f["arguments"].is_string() ? f["arguments"].get<std::string>() : f["arguments"].dump();
+  return call;
+}
+
+ToolCall tool_call(const json& tc, const std::string& w, std::vector<std::string>& ignored) {
+  if (!tc.is_object()) bad(w, "expected a tool call object, got " + type_of(tc));
+  const std::string type = tc.contains("type") && !tc["type"].is_null() ? string_field(tc, "type", w) : "function";
+  ToolCall call;
+  if (type == "function") {
+    check_keys(tc, w, {"id", "type", "function"}, ignored);
+    if (!tc.contains("function")) bad(w, "a function tool call carries a \"function\" object");
+    call = function_call(tc["function"], w + ".function", ignored);
+  } else if (type == "custom") {
+    check_keys(tc, w, {"id", "type", "custom"}, ignored);
+    if (!tc.contains("custom") || !tc["custom"].is_object()) bad(w, "a custom tool call carries a \"custom\" object");
+    const json& c = tc["custom"];
+    check_keys(c, w + ".custom", {"name", "input"}, ignored);
+    call.kind = "custom";
+    call.name = string_field(c, "name", w + ".custom");
+    call.arguments = string_field(c, "input", w + ".custom");
+  } else {
+    bad(w + ".type", "unknown tool call type '" + printable(type, 40) + "' (expected function or custom)");
+  }
+  // The id is read here, not in check_keys' ignored list: it is serialised (<|id|>).
+  call.id = string_field(tc, "id", w);
+  return call;
+}
+
+const std::set<std::string>& roles() {
+  static const std::set<std::string> r = {"system", "developer", "user", "assistant", "tool", "function"};
+  return r;
+}
+
+// The keys each role serialises (IN1, IN2); "role" and "tokens" everywhere.
+std::set<std::string> serialised_keys(const std::string& role) {
+  std::set<std::string> k = {"role", "tokens", "content", "name"};
+  if (role == "assistant") k.insert({"refusal", "tool_calls", "function_call"});
+  if (role == "tool") k.insert("tool_call_id");
+  return k;
+}
+
+// A key that belongs to another role: named with the role that carries it.
+void reject_wrong_role(const json& m, const std::string& where, const std::string& role) {
+  struct Rule {
+    const char* key;
+    const char* owner;
+  };
+  static const Rule rules[] = {{"tool_calls", "assistant"}, {"function_call", "assistant"}, {"refusal", "assistant"},
+                               {"tool_call_id", "tool"}};
+  for (const Rule& r : rules)
+    if (m.contains(r.key) && !m[r.key].is_null() && role != r.owner)
+      bad(where + "." + r.key, std::string("only ") + r.owner + " messages carry " + r.key);
+}
+
+// "tokens": a non-empty array of ids in [0, 2^31); exclusive with the text fields.
+std::vector<Token> raw_tokens(const json& m, const Message& msg, const std::string& where) {
+  const json& t = m["tokens"];
+  if (!t.is_array()) bad(where + ".tokens", "expected an array of token ids, got " + type_of(t));
+  if (t.empty()) bad(where + ".tokens", "empty: a span holds at least one token (leave the message out instead)");
+  if (!msg.content.empty() || !msg.name.empty() || !msg.tool_call_id.empty() || !msg.refusal.empty() ||
+      !msg.tool_calls.empty())
+    bad(where + ".tokens", "a message with raw tokens carries no content, name, tool_call_id, refusal or tool calls");
+  std::vector<Token> out;
+  for (size_t i = 0; i < t.size(); ++i) {
+    const std::string w = where + ".tokens[" + std::to_string(i) + "]";
+    if (t[i].is_number_unsigned() && t[i].get<uint64_t>() <= 0x7fffffffULL) {
+      out.push_back(static_cast<Token>(t[i].get<uint64_t>()));
+      continue;
+    }
+    if (t[i].is_number_integer()) bad(w, "token id " + t[i].dump() + " outside [0, 2^31)");
+    bad(w, "expected a token id, an integer in [0, 2^31), got " + type_of(t[i]));
+  }
+  return out;
+}
+
+Message parse_message(const json& m, const std::string& where, std::vector<std::string>& ignored) {
+  if (!m.is_object()) bad(where, "expected a message object, got " + type_of(m));
+  if (!m.contains("role")) bad(where + ".role", "missing");
+  if (!m["role"].is_string()) bad(where + ".role", "expected a string, got " + type_of(m["role"]));
+  Message msg;
+  msg.role = m["role"].get<std::string>();
+  if (!roles().count(msg.role))
+    bad(where + ".role", "unknown role '" + printable(msg.role, 40) +
+                             "' (expected system, developer, user, assistant, tool or function)");
+  reject_wrong_role(m, where, msg.role);
+  check_keys(m, where, serialised_keys(msg.role), ignored);
+  msg.content = content_text(m, where, msg.role, msg.refusal, ignored);
+  msg.name = string_field(m, "name", where);
+  msg.tool_call_id = string_field(m, "tool_call_id", where);
+  if (msg.role == "assistant") {
+    msg.refusal = string_field(m, "refusal", where) + msg.refusal;
+    if (m.contains("function_call") && !m["function_call"].is_null())
+      msg.tool_calls.push_back(function_call(m["function_call"], where + ".function_call", ignored));
+    if (m.contains("tool_calls") && !m["tool_calls"].is_null()) {
+      const json& tc = m["tool_calls"];
+      if (!tc.is_array()) bad(where + ".tool_calls", "expected an array, got " + type_of(tc));
+      for (size_t i = 0; i < tc.size(); ++i)
+        msg.tool_calls.push_back(tool_call(tc[i], where + ".tool_calls[" + std::to_string(i) + "]", ignored));
+    }
+  }
+  if (m.contains("tokens") && !m["tokens"].is_null()) msg.tokens = raw_tokens(m, msg, where);
+  return msg;
+}
+
+// Parses with the depth limit checked as each array or object opens (IN3), before any
+// recursive code (dump, copy) could see the value; a key repeated in one object is rejected
+// (JSON leaves its meaning open, and keeping either value would drop the other silently).
+json parse_limited(std::string_view text) {
+  if (text.size() > kMaxConversationBytes)
+    bad("conversation", std::to_string(text.size()) + " bytes, more than the limit of " +
+                            std::to_string(kMaxConversationBytes) + " (spec/input.md IN3)");
+  // nlohmann-json stops at a NUL byte as at the end of input: what follows would be ignored
+  // silently. JSON text never holds a raw NUL (inside strings it is written \u0000).
+  if (const size_t nul = text.find('\0'); nul != std::string_view::npos)
+    throw Error(ErrorCode::kBadInput, "malformed JSON: a NUL byte at offset " + std::to_string(nul) +
+                                          " (JSON text holds none; write \\u0000 inside a string)");
+  std::vector<std::set<std::string>> keys;  // the keys seen in each open object, innermost last
+  const json::parser_callback_t check = [&keys](int depth, json::parse_event_t event, json& parsed) {
+    switch (event) {
+      case json::parse_event_t::object_start:
+      case json::parse_event_t::array_start:
+        if (depth >= kMaxJsonDepth)
+          bad("conversation", "JSON nested deeper than " + std::to_string(kMaxJsonDepth) +
+                                  " arrays/objects (spec/input.md IN3)");
+        if (event == json::parse_event_t::object_start) keys.emplace_back();
+        break;
+      case json::parse_event_t::object_end: keys.pop_back(); break;
+      case json::parse_event_t::key:
+        if (!keys.empty() && !keys.back().insert(parsed.get<std::string>()).second)
+          bad("conversation", "key '" + printable(parsed.get<std::string>(), 40) +
+                                  "' repeated in one object: one of its values would be dropped (spec/input.md IN3)");
+        break;
+      default: break;
+    }
+    return true;
+  };
+  try {
+    return json::parse(text.begin(), text.end(), check);
+  } catch (const json::exception& e) {
+    // A JSONL log (one request per line) reads as a first value and then more: say so.
+    const size_t nl = text.find('\n');
+    const size_t next = nl == std::string_view::npos ? nl : text.find_first_not_of(" \t\r\n", nl);
+    if (next != std::string_view::npos && text[next] == '{' && json::accept(text.substr(0, nl)))
+      throw Error(ErrorCode::kBadInput,
+                  "malformed JSON: a second value after the first line's: a JSONL log? akv reads one conversation per "
+                  "file; split the log, one line a file (docs/auditors-guide.md, Other formats)");
+    throw Error(ErrorCode::kBadInput, std::string("malformed JSON: ") + printable(e.what(), 200));
+  }
+}
+
+std::vector<size_t> poisoned_list(const json& p, size_t messages) {
+  if (!p.is_array()) bad("poisoned", "expected an array of message indexes, got " + type_of(p));
+  std::vector<size_t> out;
+  std::set<size_t> seen;
+  for (size_t i = 0; i < p.size(); ++i) {
+    const std::string w = "poisoned[" + std::to_string(i) + "]";
+    if (p[i].is_number_integer() && !p[i].is_number_unsigned())
+      bad(w, "message index " + p[i].dump() + " is negative");
+    if (!p[i].is_number_unsigned())
+      bad(w, "expected an integer message index, got " + type_of(p[i]) + " " + printable(p[i].dump(), 40));
+    const auto idx = p[i].get<uint64_t>();
+    if (idx >= messages)
+      bad(w, "message index " + std::to_string(idx) + " out of range (" + std::to_string(messages) + " messages)");
+    if (!seen.insert(idx).second) bad(w, "message index " + std::to_string(idx) + " repeated");
+    out.push_back(idx);
+  }
+  return out;
+}
+}  // namespace
+
+Conversation parse_conversation(std::string_view text) {
+  const json j = parse_limited(text);
+  if (!j.is_object()) bad("conversation", "expected a JSON object with a \"messages\" array, got " + type_of(j));
+  if (!j.contains("messages")) {
+    if (j.contains("input")) bad("input", top_level_reaches_model("input"));  // a Responses API body, named as such
+    bad("conversation", "missing \"messages\" array");
+  }
+  if (!j["messages"].is_array()) bad("messages", "expected an array, got " + type_of(j["messages"]));
+  Conversation c;
+  const json& ms = j["messages"];
+  if (ms.empty()) bad("messages", "empty array: a conversation holds at least one message");
+  // Top-level keys besides messages and poisoned: those that never reach the model (the file's
+  // provenance, sampling options) are ignored and listed; those that do (a system prompt, tool
+  // definitions) and unknown ones are rejected, naming them (IN2).
+  for (const auto& [key, value] : j.items()) {
+    if (key == "messages" || key == "poisoned") continue;
+    if (const char* why = top_level_reaches_model(key)) bad(printable(key, 40), why);
+    if (!top_level_ignored().count(key))
+      bad(printable(key, 40), "unknown top-level field: akv cannot tell whether it reaches the model, so it rejects it "
+                              "(spec/input.md IN2)");
+    c.ignored.push_back(printable(key, 40));
+  }
+  for (size_t i = 0; i < ms.size(); ++i)
+    c.messages.push_back(parse_message(ms[i], "messages[" + std::to_string(i) + "]", c.ignored));
+  if (j.contains("poisoned") && !j["poisoned"].is_null()) c.poisoned = poisoned_list(j["poisoned"], c.messages.size());
+  return c;
+}
+
+Conversation load_conversation(const std::string& path) {
+  namespace fs = std::filesystem;
+  const std::string shown = printable(path, 200);
+  std::error_code ec;
+  const fs::file_status st = fs::status(path, ec);
+  if (ec || !fs::exists(st)) throw Error(ErrorCode::kBadInput, "cannot read conversation file '" + shown + "': no such file");
+  if (fs::is_directory(st))
+    throw Error(ErrorCode::kBadInput, "'" + shown + "' is a directory, not a conversation file");
+  if (fs::is_regular_file(st) && fs::file_size(path, ec) > kMaxConversationBytes && !ec)
+    throw Error(ErrorCode::kBadInput, "'" + shown + "' is larger than the limit of " +
+                                          std::to_string(kMaxConversationBytes) + " bytes (spec/input.md IN3)");
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw Error(ErrorCode::kBadInput, "cannot read conversation file '" + shown + "'");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  if (f.bad()) throw Error(ErrorCode::kBadInput, "cannot read conversation file '" + shown + "'");
+  try {
+    Conversation c = parse_conversation(ss.str());
+    c.source = path;
+    return c;
+  } catch (const Error& e) {
+    throw Error(e.code(), shown + ": " + e.what());
+  }
+}
+
+}  // namespace akv

@@ -1,0 +1,115 @@
+#include "readers/gguf/gguf_weights.hpp"
+
+#include <algorithm>
+#include <set>
+
+#include "readers/gguf/dequant.hpp"
+#include "readers/gguf/gguf_config.hpp"
+#include "readers/json_limited.hpp"
+#include "reference/error.hpp"
+
+namespace akv::model {
+
+namespace {
+
+// The tensor `name` as float32, checked to have ggml dims `dims` ([n] or [n, d] for W (d, n))
+// and finite values (F8); `used` records it (C4).
+std::vector<float> load(const GgufFile& f, const std::string& name, std::vector<uint64_t> dims, std::set<std::string>& used) {
+  used.insert(name);
+  const TensorInfo* t = f.find_tensor(name);
+  if (!t) throw Error(ErrorCode::kBadModel, f.name() + ": tensor '" + name + "': missing");
+  if (t->dims != dims) {
+    auto text = [](const std::vector<uint64_t>& d) {
+      std::string s = "[";
+      for (size_t i = 0; i < d.size(); ++i) s += (i ? ", " : "") + std::to_string(d[i]);
+      return s + "]";
+    };
+    throw Error(ErrorCode::kBadModel, f.name() + ": tensor '" + name + "'.dims: " + text(t->dims) + ", expected " + text(dims));
+  }
+  std::vector<float> v = dequantize(*t, f.name());
+  check_finite(v, dims[0], f.name() + ": tensor '" + name + "'");
+  return v;
+}
+
+// C4: every tensor of the file is one the model reads, or the file is refused, naming it: a
+// tensor akv skipped (rope_freqs, a bias, a layer past block_count) would make akv compute
+// another function than the file's own runtime, silently.
+void check_all_used(const GgufFile& f, const std::set<std::string>& used, const Config& c) {
+  for (const TensorInfo& t : f.tensors()) {
+    const std::string name(t.name);
+    if (used.count(name)) continue;
+    std::string why = "not part of the llama model akv runs (spec/gguf.md C4)";
+    if (name == "rope_freqs.weight") why = "per-dimension RoPE frequency factors (Llama 3.1 RoPE scaling) are not implemented";
+    else if (name.ends_with(".bias")) why = "a bias is not part of akv's llama block (Qwen2's attention biases are not implemented)";
+    else if (name.starts_with("blk.")) {
+      const size_t dot = name.find('.', 4);
+      const std::string layer = name.substr(4, dot == std::string::npos ? std::string::npos : dot - 4);
+      if (!layer.empty() && layer.find_first_not_of("0123456789") == std::string::npos && layer.size() < 10 &&
+          std::stoll(layer) >= c.n_layers)
+        why = "layer " + layer + " is past llama.block_count (" + std::to_string(c.n_layers) + ")";
+    }
+    throw Error(ErrorCode::kBadModel,
+                f.name() + ": tensor " + quoted_name(name) + ": " + why + "; akv refuses a file with a tensor it would ignore");
+  }
+}
+
+// Undoes the converter's Q/K row permutation (C3), head by head; rows of `n` floats.
+std::vector<float> unpermute(const std::vector<float>& w, int rows, int n, int head_dim) {
+  std::vector<float> out(w.size());
+  for (int r = 0; r < rows; ++r) {
+    const int head = r / head_dim;
+    const int src = head * head_dim + gguf_qk_source_row(r % head_dim, head_dim);
+    std::copy_n(w.begin() + static_cast<ptrdiff_t>(src) * n, n, out.begin() + static_cast<ptrdiff_t>(r) * n);
+  }
+  return out;
+}
+
+}  // namespace
+
+int gguf_qk_source_row(int r, int head_dim) {
+  const int half = head_dim / 2;
+  return 2 * (r % half) + r / half;
+}
+
+Weights<float> weights_from_gguf(const GgufFile& f, const Config& c) {
+  const auto h = static_cast<uint64_t>(c.hidden), v = static_cast<uint64_t>(c.vocab);
+  const auto q = static_cast<uint64_t>(c.q_dim()), kv = static_cast<uint64_t>(c.kv_dim());
+  const auto ffn = static_cast<uint64_t>(c.ffn);
+  Weights<float> w;
+  std::set<std::string> used;
+  const auto load = [&](const std::string& name, std::vector<uint64_t> dims) { return akv::model::load(f, name, std::move(dims), used); };
+  w.tok_emb = load("token_embd.weight", {h, v});
+  for (int l = 0; l < c.n_layers; ++l) {
+    const std::string b = "blk." + std::to_string(l) + ".";
+    LayerWeights<float> L;
+    L.attn_norm = load(b + "attn_norm.weight", {h});
+    L.wq = unpermute(load(b + "attn_q.weight", {h, q}), c.q_dim(), c.hidden, c.head_dim);
+    L.wk = unpermute(load(b + "attn_k.weight", {h, kv}), c.kv_dim(), c.hidden, c.head_dim);
+    L.wv = load(b + "attn_v.weight", {h, kv});
+    L.wo = load(b + "attn_output.weight", {q, h});
+    L.ffn_norm = load(b + "ffn_norm.weight", {h});
+    L.w1 = load(b + "ffn_gate.weight", {h, ffn});
+    L.w2 = load(b + "ffn_down.weight", {ffn, h});
+    L.w3 = load(b + "ffn_up.weight", {h, ffn});
+    w.layers.push_back(std::move(L));
+  }
+  w.final_norm = load("output_norm.weight", {h});
+  if (!c.tied_output) w.wcls = load("output.weight", {h, v});  // tied: classifier() reads tok_emb
+  check_all_used(f, used, c);
+  return w;
+}
+
+std::shared_ptr<const Model> load_gguf_model(const std::string& path, const std::string& name) {
+  return load_gguf_model(GgufFile::open(path), name);
+}
+
+std::shared_ptr<const Model> load_gguf_model(const GgufFile& f, const std::string& name) {
+  const Config c = config_from_gguf(f, name);
+  auto m = std::make_shared<Model>();
+  m->config = c;
+  m->weights = weights_from_gguf(f, c);
+  m->rope = std::make_shared<const RopeTable>(make_rope_table(c.head_dim, c.rope_theta, c.max_ctx));
+  return m;
+}
+
+}  // namespace akv::model
