@@ -1,6 +1,7 @@
 #include "serve/audit.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include <fstream>
@@ -55,8 +56,11 @@ std::string check_line(const json& j, std::map<std::string, std::unique_ptr<Engi
   ChatRequest cr = parse_chat_request(req.dump());
   EngineOptions defaults;
   if (cr.max_tokens == 0) cr.max_tokens = defaults.default_max_tokens;
-  const Reply& r = e.submit(std::move(cr), fmt::format("audit-{}", n))->reply();
-  if (r.tokens != j["reply"]["tokens"].get<std::vector<Token>>()) return "the tokens differ";
+  const std::shared_ptr<Generation> g = e.submit(std::move(cr), fmt::format("audit-{}", n));  // owns the reply
+  const Reply& r = g->reply();
+  const std::vector<Token> logged = j["reply"]["tokens"].get<std::vector<Token>>();
+  if (r.tokens != logged)
+    return fmt::format("the tokens differ (logged [{}], replayed [{}])", fmt::join(logged, ","), fmt::join(r.tokens, ","));
   if (r.finish_reason != j["reply"]["finish_reason"]) return "the finish reason differs";
   if (r.stats.cache_sha256 != stats["cache_sha256"]) return "the cache digest differs";
   if (r.stats.logits_sha256 != stats["logits_sha256"]) return "the logits digest differs";

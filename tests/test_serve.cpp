@@ -20,6 +20,7 @@
 #include "reference/chat.hpp"
 #include "reference/error.hpp"
 #include "reference/session.hpp"
+#include "serve/audit.hpp"
 #include "serve/chat_request.hpp"
 #include "serve/http_server.hpp"
 #include "serve/sampler.hpp"
@@ -74,7 +75,7 @@ Answer post(const TestServer& s, const json& body, const std::string& session = 
   if (!key.empty()) h.emplace("Authorization", "Bearer " + key);
   auto r = c.Post(path, h, body.dump(), "application/json");
   if (!r) {
-    ADD_FAILURE() << "no response from the server";
+    ADD_FAILURE() << "no response from the server: " << httplib::to_string(r.error());
     return {};
   }
   Answer a;
@@ -471,6 +472,24 @@ TEST(SV9_Audit, OneLinePerReplyWithTheDigests) {
     EXPECT_EQ(j["request"]["messages"][0]["content"], "turn " + std::to_string(n));
   }
   EXPECT_EQ(n, 3);
+  // akv audit: every line reproduces on a cold engine (exit 0) ...
+  const serve::AuditReport rep = serve::replay_audit_log(log.string());
+  EXPECT_TRUE(rep.passed());
+  EXPECT_EQ(rep.reproduced(), 3u);
+  EXPECT_EQ(test::run_akv({"audit", log.string()}).code, 0);
+  // ... a line whose digest was altered does not (exit 1), and an empty log proves nothing.
+  std::string text = test::slurp(log.string());
+  const size_t at = text.find("\"logits_sha256\":\"") + 17;
+  text[at] = text[at] == '0' ? '1' : '0';
+  std::ofstream(log) << text;
+  const serve::AuditReport bad = serve::replay_audit_log(log.string());
+  EXPECT_FALSE(bad.passed());
+  EXPECT_EQ(bad.reproduced(), 2u);
+  EXPECT_EQ(bad.lines[0].why, "the logits digest differs");
+  EXPECT_EQ(test::run_akv({"audit", log.string()}).code, 1);
+  std::ofstream(log, std::ios::trunc).close();
+  EXPECT_FALSE(serve::replay_audit_log(log.string()).passed());
+  EXPECT_EQ(test::run_akv({"audit", log.string()}).code, 1);
   fs::remove(log);
 }
 
