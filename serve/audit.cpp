@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <set>
@@ -69,12 +70,20 @@ std::string check_line(const json& j, std::map<std::string, std::unique_ptr<Engi
 }  // namespace
 
 AuditReport replay_audit_log(const std::string& path, const std::string& model_override) {
-  std::ifstream f(path);
+  std::ifstream f(path, std::ios::binary);
   if (!f) throw Error(ErrorCode::kBadInput, path + ": cannot read");
+  const std::string all((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
   AuditReport rep;
   std::map<std::string, std::unique_ptr<Engine>> engines;
-  std::string text;
-  for (size_t n = 1; std::getline(f, text); ++n) {
+  size_t n = 1;
+  for (size_t at = 0; at < all.size(); ++n) {
+    const size_t end = all.find('\n', at);
+    if (end == std::string::npos) {
+      rep.incomplete_tail = true;
+      break;
+    }
+    const std::string text = all.substr(at, end - at);
+    at = end + 1;
     if (text.empty()) continue;
     AuditLine l;
     l.line = n;

@@ -15,6 +15,9 @@ struct AuditLine {
 
 struct AuditReport {
   std::vector<AuditLine> lines;
+  /// A last line without its newline: the server died while writing it, so its reply never
+  /// completed (the line is fsync'ed before the reply is sent). Left out, and said.
+  bool incomplete_tail = false;
   size_t reproduced() const;
   /// True only when there was at least one line and every line reproduced (never vacuous).
   bool passed() const;
@@ -23,7 +26,7 @@ struct AuditReport {
 /// Replays every line of `path` on a cold engine of the logged model (or `model_override`),
 /// on the logged backend and threads. A line that is not an audit line, or whose model file's
 /// SHA-256 differs from the logged one, is a failure naming why. Throws Error(kBadInput) when
-/// the file cannot be read.
+/// the file cannot be read. A last line without a newline is not replayed (incomplete_tail).
 AuditReport replay_audit_log(const std::string& path, const std::string& model_override = "");
 
 }  // namespace akv::serve

@@ -13,6 +13,9 @@
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -412,22 +415,47 @@ TEST(SV6_Disconnect, AClientThatLeavesMidStreamLeavesAConsistentSession) {
 
 // ---- SV6: the command: it prints where it listens, serves, and drains on SIGTERM (exit 0)
 
-TEST(SV6_Signals, TheCommandServesAndExitsZeroOnSigterm) {
-  const fs::path out = fs::temp_directory_path() / ("akv_test_serve_" + std::to_string(getpid()) + ".out");
-  const pid_t pid = fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    if (!freopen(out.c_str(), "w", stdout)) _exit(127);
-    execl(AKV_CLI, AKV_CLI, "serve", "--model", "tiny", "--port", "0", static_cast<char*>(nullptr));
+// `akv serve --model tiny --port 0 ARGS...` as a child process, and the port it printed
+// (0 if it printed none within 20 s; the child is then killed).
+struct Child {
+  pid_t pid = -1;
+  int port = 0;
+  fs::path out;
+};
+
+Child spawn_serve(const std::vector<std::string>& args) {
+  Child ch;
+  ch.out = fs::temp_directory_path() / ("akv_test_serve_" + std::to_string(getpid()) + "_" + std::to_string(cold_counter++) + ".out");
+  std::vector<std::string> argv = {AKV_CLI, "serve", "--model", "tiny", "--port", "0"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  ch.pid = fork();
+  if (ch.pid == 0) {
+    if (!freopen(ch.out.c_str(), "w", stdout)) _exit(127);
+    std::vector<char*> v;
+    for (std::string& a : argv) v.push_back(a.data());
+    v.push_back(nullptr);
+    execv(AKV_CLI, v.data());
     _exit(127);
   }
-  int port = 0;
-  for (int i = 0; i < 400 && port == 0; ++i) {  // at most 20 s
+  for (int i = 0; i < 400 && ch.port == 0 && ch.pid > 0; ++i) {  // at most 20 s
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    const std::string text = test::slurp(out.string());
+    const std::string text = test::slurp(ch.out.string());
     const size_t at = text.find("http://127.0.0.1:");
-    if (at != std::string::npos && text.find(' ', at) != std::string::npos) port = std::atoi(text.c_str() + at + 17);
+    if (at != std::string::npos && text.find(' ', at) != std::string::npos) ch.port = std::atoi(text.c_str() + at + 17);
   }
+  if (ch.port == 0 && ch.pid > 0) {
+    kill(ch.pid, SIGKILL);
+    waitpid(ch.pid, nullptr, 0);
+  }
+  return ch;
+}
+
+TEST(SV6_Signals, TheCommandServesAndExitsZeroOnSigterm) {
+  const Child ch = spawn_serve({});
+  const pid_t pid = ch.pid;
+  const int port = ch.port;
+  const fs::path out = ch.out;
+  ASSERT_GT(pid, 0);
   ASSERT_GT(port, 0) << test::slurp(out.string());
   httplib::Client c("127.0.0.1", port);
   c.set_read_timeout(60, 0);
@@ -448,6 +476,79 @@ TEST(SV6_Signals, TheCommandServesAndExitsZeroOnSigterm) {
   }
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
   fs::remove(out);
+}
+
+// ---- SV6/SV9: kill -9 loses only caches: the audit log's complete lines still replay
+
+TEST(SV6_Signals, AKilledServerLeavesAnAuditLogThatReplays) {
+  const fs::path log = fs::temp_directory_path() / ("akv_test_kill9_" + std::to_string(getpid()) + ".jsonl");
+  fs::remove(log);
+  const Child ch = spawn_serve({"--audit-log", log.string()});
+  ASSERT_GT(ch.port, 0) << test::slurp(ch.out.string());
+  httplib::Client c("127.0.0.1", ch.port);
+  c.set_read_timeout(60, 0);
+  for (int i = 0; i < 2; ++i) {
+    auto r = c.Post("/v1/chat/completions",
+                    json{{"messages", {{{"role", "user"}, {"content", "turn " + std::to_string(i)}}}}, {"max_tokens", 3}}.dump(),
+                    "application/json");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
+  }
+  // A third request in flight when the server dies: its line is either complete or absent.
+  std::thread inflight([&] {
+    httplib::Client c3("127.0.0.1", ch.port);
+    c3.set_read_timeout(20, 0);
+    c3.Post("/v1/chat/completions", json{{"messages", {{{"role", "user"}, {"content", "long"}}}}, {"max_tokens", 2000}}.dump(),
+            "application/json");
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  kill(ch.pid, SIGKILL);
+  waitpid(ch.pid, nullptr, 0);
+  inflight.join();
+  const serve::AuditReport rep = serve::replay_audit_log(log.string());
+  EXPECT_TRUE(rep.passed());
+  EXPECT_GE(rep.reproduced(), 2u);
+  EXPECT_EQ(test::run_akv({"audit", log.string()}).code, 0);
+  fs::remove(log);
+  fs::remove(ch.out);
+}
+
+// ---- SV6: limits: a stalled client is dropped, an oversized body is 413, and the server goes on
+
+TEST(SV6_Limits, AStalledClientIsDroppedAndAnOversizedBodyIs413) {
+  serve::ServerOptions so;
+  so.read_timeout_s = 1;
+  TestServer s({}, so);
+  // A client that sends half a request and stalls: the server closes it (bounded wait: 15 s).
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(s.port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  const std::string half = "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"mess";
+  ASSERT_EQ(send(fd, half.data(), half.size(), 0), static_cast<ssize_t>(half.size()));
+  timeval tv{15, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  const auto t0 = std::chrono::steady_clock::now();
+  char buf[4096];
+  ssize_t n = 0;
+  while ((n = recv(fd, buf, sizeof buf, 0)) > 0) {
+  }
+  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  close(fd);
+  EXPECT_EQ(n, 0) << "the server did not close a stalled connection within 15 s";  // 0: closed by the server
+  EXPECT_LT(waited, 10.0);
+  // A body over the limit: 413 in OpenAI's error shape.
+  httplib::Client c = s.client();
+  const std::string huge = "{\"messages\": [{\"role\": \"user\", \"content\": \"" + std::string(serve::kMaxRequestBytes + 1, 'a') + "\"}]}";
+  auto r = c.Post("/v1/chat/completions", huge, "application/json");
+  ASSERT_TRUE(r) << httplib::to_string(r.error());
+  EXPECT_EQ(r->status, 413);
+  EXPECT_EQ(json::parse(r->body, nullptr, false).value("error", json::object()).value("code", ""), "body_too_large") << r->body;
+  // The server goes on.
+  EXPECT_EQ(post(s, request_of(json::array({{{"role", "user"}, {"content", "hi"}}}))).status, 200);
 }
 
 // ---- SV9: the audit log has one complete line per reply
@@ -477,11 +578,17 @@ TEST(SV9_Audit, OneLinePerReplyWithTheDigests) {
   EXPECT_TRUE(rep.passed());
   EXPECT_EQ(rep.reproduced(), 3u);
   EXPECT_EQ(test::run_akv({"audit", log.string()}).code, 0);
-  // ... a line whose digest was altered does not (exit 1), and an empty log proves nothing.
+  // ... a last line cut by a kill (no newline) is left out and said, the others still pass ...
   std::string text = test::slurp(log.string());
+  std::ofstream(log, std::ios::trunc) << text << text.substr(0, text.size() / 6);
+  const serve::AuditReport cut = serve::replay_audit_log(log.string());
+  EXPECT_TRUE(cut.incomplete_tail);
+  EXPECT_TRUE(cut.passed());
+  EXPECT_EQ(cut.reproduced(), 3u);
+  // ... a line whose digest was altered does not (exit 1), and an empty log proves nothing.
   const size_t at = text.find("\"logits_sha256\":\"") + 17;
   text[at] = text[at] == '0' ? '1' : '0';
-  std::ofstream(log) << text;
+  std::ofstream(log, std::ios::trunc) << text;
   const serve::AuditReport bad = serve::replay_audit_log(log.string());
   EXPECT_FALSE(bad.passed());
   EXPECT_EQ(bad.reproduced(), 2u);
