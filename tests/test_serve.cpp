@@ -413,6 +413,45 @@ TEST(SV6_Disconnect, AClientThatLeavesMidStreamLeavesAConsistentSession) {
   EXPECT_EQ(reply_bits(post(s, next, "leaver").body), reply_bits(post(s, next, cold_session()).body));
 }
 
+// ---- SV2: the generation options and the usage object
+
+TEST(SV2_Fields, MaxCompletionTokensStopCachedTokensAndHealth) {
+  TestServer s;
+  const json msgs = json::array({{{"role", "user"}, {"content", "count to ten"}}});
+  // max_completion_tokens bounds the reply as max_tokens does.
+  json req = {{"messages", msgs}, {"max_completion_tokens", 5}};
+  const Answer a = post(s, req, cold_session());
+  ASSERT_EQ(a.status, 200) << a.body.dump();
+  EXPECT_EQ(a.body["usage"]["completion_tokens"], 5);
+  EXPECT_EQ(a.body["choices"][0]["finish_reason"], "length");
+  // stop: the text is cut before the first stop string, and the reason is "stop".
+  const std::string text = a.body["choices"][0]["message"]["content"];
+  ASSERT_GE(text.size(), 3u) << text;
+  req["stop"] = json::array({text.substr(2, 1)});
+  const Answer b = post(s, req, cold_session());
+  ASSERT_EQ(b.status, 200) << b.body.dump();
+  EXPECT_EQ(b.body["choices"][0]["finish_reason"], "stop");
+  EXPECT_EQ(b.body["choices"][0]["message"]["content"], text.substr(0, text.find(text.substr(2, 1))));
+  // cached_tokens is the reused count: 0 cold, the kept prefix on the session's next turn.
+  EXPECT_EQ(a.body["usage"]["prompt_tokens_details"]["cached_tokens"], 0);
+  json next = msgs;
+  next.push_back({{"role", "assistant"}, {"content", "1 2 3"}});
+  next.push_back({{"role", "user"}, {"content", "go on"}});
+  post(s, request_of(msgs), "turns");
+  const Answer c = post(s, request_of(next), "turns");
+  ASSERT_EQ(c.status, 200) << c.body.dump();
+  EXPECT_GT(c.body["usage"]["prompt_tokens_details"]["cached_tokens"].get<size_t>(), 0u);
+  EXPECT_EQ(c.body["usage"]["prompt_tokens_details"]["cached_tokens"], c.body["akv"]["reused_tokens"]);
+  EXPECT_EQ(c.body["usage"]["prompt_tokens"], c.body["akv"]["reused_tokens"].get<size_t>() +
+                                                  c.body["akv"]["recomputed_tokens"].get<size_t>() +
+                                                  c.body["akv"]["prefill_tokens"].get<size_t>());
+  // /health answers.
+  httplib::Client h = s.client();
+  auto r = h.Get("/health");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+}
+
 // ---- SV6: the command: it prints where it listens, serves, and drains on SIGTERM (exit 0)
 
 // `akv serve --model tiny --port 0 ARGS...` as a child process, and the port it printed

@@ -116,6 +116,9 @@ class Api:
         self.model = model
         self.client = openai.OpenAI(base_url=server.url + "/v1", api_key=key, timeout=timeout_s, max_retries=0)
 
+    def close(self):  # an idle keep-alive connection would hold a draining server 5 s
+        self.client.close()
+
     def ask(self, messages, session=None, **kw):
         """(parsed ChatCompletion, raw body text, x-akv-session of the reply)."""
         headers = {"x-akv-session": session} if session else None
@@ -313,6 +316,29 @@ def check_evict(ctx):
             f"{ev['evicted_tokens']}, dropped_messages [{p}], = cold; 404 and 400 for a bad evict; control differs")
 
 
+def check_flag_scope(ctx):
+    """A flag set on one session (POST /evict) must not drop messages from a request that named
+    no session: SV1 makes its reply the cold one, whichever idle session the server reuses."""
+    conv = ctx.convs["ad01_banking_ut0_gpt4omini.json"]
+    msgs, p = conv["messages"], conv["poisoned"][0]
+    kw = dict(max_tokens=6, logprobs=True, top_logprobs=2)
+    srv = Server(ctx.akv, ctx.model)
+    api = Api(srv, ctx.model, ctx.timeout)
+    try:
+        s = fresh("host-a")
+        api.ask(msgs[:p + 5], s, **kw)
+        api.client.post(f"/sessions/{s}/evict", body={"messages": [p]}, cast_to=object)
+        r, text, header = api.ask(msgs[:p + 1], **kw)  # another host, no x-akv-session, the result kept
+        a = r.model_extra["akv"]
+        need(bits(text) == bits(ctx.cold.ask(msgs[:p + 1], **kw)[1]),
+             f"a request naming no session got session {header}'s flag: dropped_messages {a['dropped_messages']}, "
+             f"prompt_tokens {r.usage.prompt_tokens}; its reply != cold (server bug: flags leak through prefix reuse)")
+    finally:
+        api.close()
+        srv.stop()
+    return f"after POST /evict on session A, a request naming no session keeps message {p}: reply = cold (reused {a['reused_tokens']})"
+
+
 def expect_error(cls, status, code, says, call):
     """Runs call, which must raise the client's exception cls; returns its error object."""
     try:
@@ -363,22 +389,30 @@ def check_auth(ctx):
     kf = Path(ctx.tmp) / "key"
     kf.write_text(key + "\n")
     srv = Server(ctx.akv, ctx.model, "--api-key-file", str(kf))
+    apis = []
     try:
-        wrong = Api(srv, ctx.model, ctx.timeout, key=key[:-1] + ("0" if key[-1] != "0" else "1"))
-        e = expect_error(openai.AuthenticationError, 401, "invalid_api_key", "API key",
-                         lambda: wrong.ask([{"role": "user", "content": "hi"}], max_tokens=2))
-        need(key not in e.response.text and key[:8] not in e.response.text, "the reply shows the key")
-        right = Api(srv, ctx.model, ctx.timeout, key=key)
-        need(right.ask([{"role": "user", "content": "hi"}], max_tokens=2)[0].choices, "the right key got no reply")
+        apis.append(Api(srv, ctx.model, ctx.timeout, key=key[:-1] + ("0" if key[-1] != "0" else "1")))
+        # Twice: the client keeps the connection, so the second request shows what the first left on it.
+        for n in ("1st", "2nd"):
+            try:
+                e = expect_error(openai.AuthenticationError, 401, "invalid_api_key", "API key",
+                                 lambda: apis[0].ask([{"role": "user", "content": "hi"}], max_tokens=2))
+            except CheckFailed as f:
+                raise CheckFailed(f"the {n} request with a wrong key on one connection: {f}")
+            need(key not in e.response.text and key[:8] not in e.response.text, "the reply shows the key")
+        apis.append(Api(srv, ctx.model, ctx.timeout, key=key))
+        need(apis[1].ask([{"role": "user", "content": "hi"}], max_tokens=2)[0].choices, "the right key got no reply")
     finally:
+        for api in apis:
+            api.close()
         srv.stop()
-    return error_line(e) + ", nothing of the key in the reply; the right key gets 200"
+    return error_line(e) + ", twice on one connection, nothing of the key in the reply; the right key gets 200"
 
 
 def check_429(ctx):
     srv = Server(ctx.akv, ctx.model, "--parallel", "1", "--queue", "0")
+    api = Api(srv, ctx.model, ctx.timeout)
     try:
-        api = Api(srv, ctx.model, ctx.timeout)
         # A stream holds the only slot once its first chunk came; then every other request is refused.
         holder = api.client.chat.completions.create(model=ctx.model, messages=[{"role": "user", "content": "count"}],
                                                     max_tokens=100000 if ctx.synthetic else 2000, stream=True)
@@ -399,6 +433,7 @@ def check_429(ctx):
         else:
             raise CheckFailed("the slot never came back after the stream closed")
     finally:
+        api.close()
         srv.stop()
     return f"--parallel 1 --queue 0, a stream holding the slot: 4 concurrent requests each " + error_line(errs[0]) + \
         ", Retry-After: 1; served again once the stream closed"
@@ -420,6 +455,17 @@ def check_seeded(ctx):
 
 
 def check_load(ctx):
+    """On a server of its own: the warm one holds check_flag_scope's kind of flags, not what this measures."""
+    srv = Server(ctx.akv, ctx.model)
+    busy = Api(srv, ctx.model, ctx.timeout)
+    try:
+        return load_test(ctx, busy)
+    finally:
+        busy.close()
+        srv.stop()
+
+
+def load_test(ctx, busy):
     distinct = load_requests(ctx.convs)
     kinds = [dict(max_tokens=6, logprobs=True, top_logprobs=2),
              dict(max_tokens=6, temperature=0.7, top_p=0.9, seed=7, logprobs=True),
@@ -438,10 +484,10 @@ def check_load(ctx):
         m, kw = reqs[i]
         try:
             if kw.get("stream"):
-                chunks = ctx.warm.stream(m, **{k: v for k, v in kw.items() if k != "stream"})
+                chunks = busy.stream(m, **{k: v for k, v in kw.items() if k != "stream"})
                 got, akv = stream_bits(chunks), stream_view(chunks)[4]
             else:
-                r, text, _ = ctx.warm.ask(m, **kw)
+                r, text, _ = busy.ask(m, **kw)
                 got, akv = bits(text), r.model_extra["akv"]
         except openai.OpenAIError as e:
             with lock:
@@ -468,7 +514,7 @@ def check_load(ctx):
 
 
 CHECKS = [("plain", check_plain), ("stream", check_stream), ("tools", check_tools), ("evict", check_evict),
-          ("error-unknown-field", check_unknown_field), ("error-malformed", check_malformed),
+          ("flag-scope", check_flag_scope), ("error-unknown-field", check_unknown_field), ("error-malformed", check_malformed),
           ("error-unknown-model", check_unknown_model), ("error-context", check_overflow), ("error-401", check_auth),
           ("error-429", check_429), ("seeded", check_seeded), ("load", check_load)]
 
@@ -518,6 +564,8 @@ def main():
                     print(f"FAIL {name}: {type(e).__name__}: {e} [{time.monotonic() - t0:.1f} s]", flush=True)
                     failed += 1
             current[0] = "shutdown"
+            ctx.warm.close()
+            ctx.cold.api.close()
             rcs = [warm.stop(), cold.stop()]
             if rcs == [0, 0]:
                 print("PASS shutdown: both servers drained on SIGTERM and exited 0", flush=True)
