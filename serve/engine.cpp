@@ -216,17 +216,7 @@ void Engine::loop() {
       c->done = true;
       c->cv.notify_all();
     }
-    for (const auto& g : admit_now) {
-      try {
-        admit(g);
-        active_.push_back(g);
-        std::lock_guard lk(g->mu_);
-        g->admitted_ = true;
-        g->cv_.notify_all();
-      } catch (...) {
-        complete(g, std::current_exception());
-      }
-    }
+    admit(admit_now);
     // One decode step for every request that needs another token (continuous batching).
     std::vector<std::shared_ptr<Generation>> step;
     for (const auto& g : active_) {
@@ -260,7 +250,7 @@ void Engine::loop() {
   }
 }
 
-void Engine::admit(const std::shared_ptr<Generation>& g) {
+void Engine::prepare(const std::shared_ptr<Generation>& g) {
   ServedSession* s = store_.find(g->session_hint_, g->spans_);
   if (s == nullptr) s = store_.create(*backend_, g->session_hint_);  // a busy or unknown id: a new session
   s->busy = true;
@@ -297,19 +287,85 @@ void Engine::admit(const std::shared_ptr<Generation>& g) {
     st.evicted_tokens = e.tokens_evicted;
   }
   st.reused_tokens = s->session->size() - st.recomputed_tokens;
-  for (size_t k = plan.first_new; k < want.size(); ++k) {
-    s->session->append(s->next_span++, want[k], LogitRows::kLast);
-    s->spans.push_back(want[k]);
-    st.prefill_tokens += want[k].size();
-  }
-  st.cache_sha256 = cache_sha256(s->session->cache());
-  const std::vector<Token> prompt = lm_.encoder->generation_prompt();
-  st.prompt_tokens = s->session->size() + prompt.size();
-  st.prefill_tokens += prompt.size();
+  g->todo_.assign(want.begin() + static_cast<std::ptrdiff_t>(plan.first_new), want.end());
+  g->todo_next_ = 0;
   g->logits_hash_ = std::make_unique<Sha256>();
-  g->gen_span_ = s->next_span++;
-  const std::vector<float> first = s->session->append(g->gen_span_, prompt, LogitRows::kLast);
-  on_logits(g, first);
+}
+
+void Engine::admit(const std::vector<std::shared_ptr<Generation>>& gs) {
+  std::vector<std::shared_ptr<Generation>> live;
+  for (const auto& g : gs) {
+    try {
+      prepare(g);
+      live.push_back(g);
+    } catch (...) {
+      complete(g, std::current_exception());
+    }
+  }
+  const std::vector<Token> prompt = lm_.encoder->generation_prompt();
+  // The new spans of every admitted request, prefilled together: round r appends each
+  // request's r-th new span (then its generation prompt) in one Session::append_batch. A
+  // row's bits do not depend on the rows beside it (I1, O2), so this is each append alone.
+  while (!live.empty()) {
+    std::vector<BatchAppend> items;
+    for (const auto& g : live) {
+      ServedSession* s = g->session_;
+      if (g->todo_next_ < g->todo_.size()) {
+        items.push_back({s->session.get(), s->next_span++, g->todo_[g->todo_next_]});
+        continue;
+      }
+      ReplyStats& st = g->reply_.stats;
+      st.cache_sha256 = cache_sha256(s->session->cache());  // after the request's spans (SV2)
+      st.prompt_tokens = s->session->size() + prompt.size();
+      g->gen_span_ = s->next_span++;
+      g->gen_open_ = true;
+      items.push_back({s->session.get(), g->gen_span_, prompt});
+    }
+    std::vector<std::vector<float>> out;
+    std::vector<std::exception_ptr> err(items.size());
+    try {
+      out = Session::append_batch(items);
+    } catch (...) {
+      // One item's error (rolled back for all): each alone, so that only its request fails.
+      out.assign(items.size(), {});
+      for (size_t i = 0; i < items.size(); ++i) {
+        try {
+          out[i] = items[i].session->append(items[i].id, items[i].tokens, LogitRows::kLast);
+        } catch (...) {
+          err[i] = std::current_exception();
+        }
+      }
+    }
+    std::vector<std::shared_ptr<Generation>> next;
+    for (size_t i = 0; i < live.size(); ++i) {
+      const auto& g = live[i];
+      if (err[i]) {
+        complete(g, err[i]);
+        continue;
+      }
+      if (g->todo_next_ < g->todo_.size()) {
+        g->session_->spans.push_back(g->todo_[g->todo_next_]);
+        g->reply_.stats.prefill_tokens += g->todo_[g->todo_next_].size();
+        ++g->todo_next_;
+        next.push_back(g);
+        continue;
+      }
+      g->reply_.stats.prefill_tokens += prompt.size();
+      g->todo_.clear();
+      active_.push_back(g);
+      {
+        std::lock_guard lk(g->mu_);
+        g->admitted_ = true;
+        g->cv_.notify_all();
+      }
+      try {
+        on_logits(g, out[i]);
+      } catch (...) {
+        complete(g, std::current_exception());
+      }
+    }
+    live = std::move(next);
+  }
 }
 
 void Engine::on_logits(const std::shared_ptr<Generation>& g, std::span<const float> logits) {
@@ -355,7 +411,8 @@ void Engine::complete(const std::shared_ptr<Generation>& g, std::exception_ptr e
     // The generated tokens leave the cache: the session holds the request's spans only (the
     // generation span is the last one, so this truncates and recomputes nothing).
     try {
-      if (!s->session->spans().empty() && s->session->spans().back().id == g->gen_span_) s->session->evict(g->gen_span_);
+      if (g->gen_open_ && !s->session->spans().empty() && s->session->spans().back().id == g->gen_span_)
+        s->session->evict(g->gen_span_);
     } catch (...) {
       if (!err) err = std::current_exception();
     }

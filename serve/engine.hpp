@@ -99,7 +99,10 @@ class Generation {
   std::vector<int> span_message_;          // message index of each span (-1: the preamble)
   std::string session_hint_;
   ServedSession* session_ = nullptr;
+  std::vector<std::vector<Token>> todo_;   // the new spans still to prefill at admission
+  size_t todo_next_ = 0;
   SpanId gen_span_ = 0;
+  bool gen_open_ = false;                  // the generation span exists in the session
   Token next_ = 0;
   std::string emitted_;
   std::unique_ptr<Sampler> sampler_;
@@ -136,7 +139,12 @@ class Engine {
 
  private:
   void loop();
-  void admit(const std::shared_ptr<Generation>& g);
+  /// Finds or creates the request's session, drops flagged and guarded spans, evicts what the
+  /// request no longer has (O3) and lists the new spans to prefill.
+  void prepare(const std::shared_ptr<Generation>& g);
+  /// Admits requests together: prepare each, then prefill their new spans and generation
+  /// prompts in batched rounds; each joins the decode batch with its first token drawn.
+  void admit(const std::vector<std::shared_ptr<Generation>>& gs);
   void on_logits(const std::shared_ptr<Generation>& g, std::span<const float> logits);
   void complete(const std::shared_ptr<Generation>& g, std::exception_ptr err);
   size_t bytes_per_token() const;
