@@ -25,7 +25,7 @@ float mpfr_scale(float gain, int n) {
 
 bool same_bits(float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; }
 
-// The scale as akv computed it before issue 12: two roundings (the root, then the quotient).
+// The scale as akv once computed it: two roundings (the root, then the quotient).
 float two_roundings(float gain, int n) { return gain / std::sqrt(static_cast<float>(n)); }
 
 // The gains M3 uses are 1 (every matrix) and qk_gain = 2 (W_q, W_k): powers of two, so
@@ -58,7 +58,7 @@ TEST(M3_WeightScale, NamedConfigsAgreeWithTheTwoRoundingScale) {
   }
 }
 
-// Where the two-rounding scale was wrong (issue 12): 96, 384 and 1536 among others, so a
+// Where the two-rounding scale was wrong: 96, 384 and 1536 among others, so a
 // drawn shape (spec/model.md M12) or an implementation written from the spec would have
 // disagreed with akv.
 TEST(M3_WeightScale, TwoRoundingsDifferOnSomeFanIns) {

@@ -25,7 +25,7 @@ using WitnessProgress = std::function<void(const std::string& phase, size_t done
 struct WitnessOptions {
   std::string model = "smollm2";  // a name or path load_model (verify/models.hpp) resolves: the real model by default (synthetic ones only when named)
   uint64_t seed = 1;
-  std::string backend = "cpu";  // the default since the cpu backend passes the suite (issue 5)
+  std::string backend = "cpu";  // the default: the cpu backend passes the suite
   BackendOptions backend_options;  // the cpu backend's ISA and threads
   std::vector<size_t> evict;  // message indexes; empty: the conversation's "poisoned" list
   /// O10: strings removed from inside messages instead of an eviction (exact policy only; not

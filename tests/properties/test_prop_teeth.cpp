@@ -145,7 +145,7 @@ TEST(E1_PropTeeth, WarmStateBackendFailsTheStateMachine) {
   EXPECT_NE(o.message.find("Append"), std::string::npos) << o.message;  // commands print readably
 }
 
-// A reduction split by the thread count (issue 12): the witness, always 2 threads, passes it;
+// A reduction split by the thread count: a witness under one thread count passes it;
 // drawn threads (1-4 per backend of a case) catch it in I1 and E1.
 TEST(I1_PropTeeth, ThreadSplitReductionIsCaughtByDrawnThreads) {
   const prop::Outcome o = run_on_mutant("I1_PropInvariance.Chunkings", Mutation::kThreadSplit);

@@ -115,7 +115,7 @@ TEST(C2_SmolLM2Config, FromTheRealFile) {
 
 TEST(C3_Weights, SmolLM2ShapesOnly) {
   // Shapes and the tied head only: that these weights compute SmolLM2's function is the
-  // transformers crosscheck of issue 10 (open).
+  // transformers crosscheck (scripts/crosscheck, docs/crosscheck.md).
   const auto d = digests();
   ASSERT_FALSE(d.is_null());
   const auto t0 = std::chrono::steady_clock::now();

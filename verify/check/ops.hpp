@@ -2,7 +2,7 @@
 // spec/kernels-cuda.md G11): one backend's six ops on raw float arrays, with the rounding
 // model each declares. Adapters: the reference, the cpu kernels per ISA, cuda-emu. Every op
 // has a C-compatible signature (pointers, ints), so a C function table with a context
-// pointer can sit behind one through lambdas (the plugin kernels of issue 13).
+// pointer can sit behind one through lambdas (the plugin kernels of spec/gate.md).
 #pragma once
 #include <functional>
 #include <string>

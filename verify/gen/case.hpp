@@ -71,7 +71,7 @@ struct BackendDraws {
   std::vector<BackendDraw> each;
 };
 
-/// The shapes of eviction request the generators draw (issue 3).
+/// The shapes of eviction request the generators draw.
 enum class RequestKind { kOne, kAdjacent, kNonAdjacent, kFirst, kLast, kAll, kAllButOne, kAny };
 
 /// "one", "adjacent", ...
