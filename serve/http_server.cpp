@@ -89,7 +89,19 @@ bool same_key(const std::string& a, const std::string& b) {
   for (size_t i = 0; i < a.size(); ++i) d |= static_cast<unsigned char>(a[i] ^ b[i % (b.empty() ? 1 : b.size())]);
   return d == 0 && !b.empty();
 }
+
+bool has_body(const httplib::Request& req) {
+  return req.has_header("Transfer-Encoding") || (req.has_header("Content-Length") && req.get_header_value("Content-Length") != "0");
+}
+
+void send_401(httplib::Response& res) {
+  send_error(res, 401, "a valid API key is required (Authorization: Bearer ...)", "invalid_request_error", "invalid_api_key");
+}
 }  // namespace
+
+bool HttpServer::authorized(const httplib::Request& req) const {
+  return opt_.api_key.empty() || req.path == "/health" || same_key(bearer(req), opt_.api_key);
+}
 
 bool is_loopback(const std::string& host) {
   return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
@@ -142,10 +154,12 @@ void HttpServer::audit(const std::string& body, const std::string& model_sha, co
 }
 
 void HttpServer::routes() {
+  // The key is checked before routing only for requests without a body: answering before a
+  // body is read would leave it on a kept-alive connection, to be read as the next request.
+  // The others are checked by their handler (or the error handler), after the body is read.
   http_->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-    if (opt_.api_key.empty() || req.path == "/health") return httplib::Server::HandlerResponse::Unhandled;
-    if (same_key(bearer(req), opt_.api_key)) return httplib::Server::HandlerResponse::Unhandled;
-    send_error(res, 401, "a valid API key is required (Authorization: Bearer ...)", "invalid_request_error", "invalid_api_key");
+    if (authorized(req) || has_body(req)) return httplib::Server::HandlerResponse::Unhandled;
+    send_401(res);
     return httplib::Server::HandlerResponse::Handled;
   });
   http_->set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
@@ -157,8 +171,9 @@ void HttpServer::routes() {
       send_error(res, 500, e.what(), "server_error", "internal");
     }
   });
-  http_->set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+  http_->set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;
+    if (!authorized(req)) return send_401(res);  // an unknown route with a body: no key, no route names
     if (res.status == 404) send_error(res, 404, "no route " + req.method + " " + req.path, "invalid_request_error", "not_found");
     else if (res.status == 413) send_error(res, 413, "the body exceeds the limit", "invalid_request_error", "body_too_large");
     else send_error(res, res.status, "HTTP error " + std::to_string(res.status), "invalid_request_error", "http_error");
@@ -173,6 +188,7 @@ void HttpServer::routes() {
                     "application/json");
   });
   http_->Post(R"(/v1/sessions/([^/]+)/evict)", [this](const httplib::Request& req, httplib::Response& res) {
+    if (!authorized(req)) return send_401(res);
     json body;
     try {
       body = json::parse(req.body);
@@ -197,6 +213,7 @@ void HttpServer::routes() {
                     "application/json");
   });
   http_->Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
+    if (!authorized(req)) return send_401(res);
     ChatRequest cr = parse_chat_request(req.body);
     const std::string name = engine_.model().name;
     if (!cr.model.empty() && cr.model != name)

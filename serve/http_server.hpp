@@ -9,6 +9,7 @@
 
 namespace httplib {
 class Server;
+struct Request;
 }
 
 namespace akv::serve {
@@ -39,6 +40,8 @@ class HttpServer {
   void stop();
 
  private:
+  /// True when no key is set, for /health, or when the request carries the key (SV8).
+  bool authorized(const httplib::Request& req) const;
   void routes();
   void audit(const std::string& body, const std::string& model_sha, const Reply& r);
   Engine& engine_;

@@ -32,7 +32,9 @@ ServedSession* SessionStore::find(const std::string& id, const std::vector<std::
   ServedSession* best = nullptr;
   size_t best_spans = 0;
   for (auto& [_, s] : sessions_) {
-    if (s->busy) continue;
+    // A session with flagged messages drops them from its requests (SV3): only a request that
+    // names it may get that, or an anonymous reply would depend on the cache's state (SV1).
+    if (s->busy || !s->flagged.empty()) continue;
     size_t k = 0;
     while (k < s->spans.size() && k < want.size() && s->spans[k] == want[k]) ++k;
     if (k > best_spans) best = s.get(), best_spans = k;

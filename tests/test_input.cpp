@@ -107,6 +107,13 @@ TEST(IN2_Fields, NeverModelFieldsAreIgnoredAndListed) {
   const std::vector<std::string> want = {"source", "temperature", "messages[0].id", "messages[0].metadata",
                                          "messages[0].timestamp", "messages[1].tool_calls[0].index"};
   EXPECT_EQ(c.ignored, want);
+  // A reply message as OpenAI's client writes it back (model_dump()): null audio and
+  // annotations are absent; any other value is not.
+  const Conversation d = parse_conversation(R"({"messages": [{"role": "assistant", "content": "y", "refusal": null,
+      "audio": null, "annotations": null, "function_call": null, "tool_calls": null}]})");
+  EXPECT_EQ(d.ignored, (std::vector<std::string>{"messages[0].annotations", "messages[0].audio"}));
+  EXPECT_EQ(tok::render(encode_message(d.messages[0])), "<|assistant|>y<|end|>");
+  expect_rejected(one(R"({"role": "assistant", "content": "y", "annotations": []})"), "messages[0].annotations: unknown field");
   // Ignored fields do not change the span.
   EXPECT_EQ(tok::render(encode_message(c.messages[0])), "<|user|>x<|end|>");
 }

@@ -206,6 +206,30 @@ TEST(SV3_Evict, TheEndpointAndTheGuardEqualTheRequestWithoutTheResult) {
   EXPECT_EQ(reply_bits(post(s, request_of(all), "host").body), reply_bits(again.body));
 }
 
+// ---- SV3/SV1: a session's flags reach only the requests that name it
+
+TEST(SV3_Evict, AFlagNeverReachesARequestThatNamedNoSession) {
+  TestServer s;
+  const json msgs = json::parse(test::slurp(test::example("ad01_banking_ut0_gpt4omini.json")))["messages"];
+  json all = json::array(), head = json::array();
+  for (size_t i = 0; i < msgs.size() && i < 8; ++i) all.push_back(msgs[i]);
+  for (size_t i = 0; i < 4; ++i) head.push_back(msgs[i]);
+  ASSERT_EQ(post(s, request_of(all), "host-a").status, 200);
+  httplib::Client c = s.client();
+  auto r = c.Post("/v1/sessions/host-a/evict", json{{"messages", {3}}}.dump(), "application/json");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  // An anonymous request sharing host-a's prefix, message 3 included: the cold reply, with it.
+  const Answer anon = post(s, request_of(head));
+  ASSERT_EQ(anon.status, 200) << anon.body.dump();
+  EXPECT_NE(anon.session, "host-a");
+  EXPECT_TRUE(anon.body["akv"]["dropped_messages"].empty());
+  EXPECT_EQ(reply_bits(anon.body), reply_bits(post(s, request_of(head), cold_session()).body));
+  // The session that was named still drops it.
+  const Answer named = post(s, request_of(head), "host-a");
+  EXPECT_EQ(named.body["akv"]["dropped_messages"], json::array({3}));
+}
+
 // ---- SV7: the guard flags a tool result before generation; the reply is the cold one without it
 
 TEST(SV7_Guard, AFlaggedResultIsEvictedAndTheReplyIsTheColdOneWithoutIt) {
@@ -344,6 +368,42 @@ TEST(SV8_Auth, OffLoopbackNeedsAKeyAndAMissingKeyIs401) {
     EXPECT_EQ(a.body.dump().find("secret"), std::string::npos);  // nothing of the key leaks
   }
   EXPECT_EQ(post(s, req, "", "/v1/chat/completions", keyed.api_key).status, 200);
+  // Two requests with a wrong key on one kept-alive connection, each body sent after its
+  // headers (as the openai client does): 401 both times, the body never read as a request.
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(s.port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  timeval tv{10, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  const std::string body = req.dump();
+  const std::string head = "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer wrong-key-0123456789\r\n"
+                           "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n";
+  std::string got;
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_EQ(send(fd, head.data(), head.size(), 0), static_cast<ssize_t>(head.size()));
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    ASSERT_EQ(send(fd, body.data(), body.size(), 0), static_cast<ssize_t>(body.size()));
+    // Read until this reply's JSON body is complete (bounded by the receive timeout).
+    const size_t want = i + 1;
+    char buf[4096];
+    size_t seen = 0;
+    while (seen < want) {
+      const ssize_t n = recv(fd, buf, sizeof buf, 0);
+      if (n <= 0) break;
+      got.append(buf, static_cast<size_t>(n));
+      seen = 0;
+      for (size_t at = got.find("}}"); at != std::string::npos; at = got.find("}}", at + 2)) ++seen;
+    }
+  }
+  close(fd);
+  size_t n401 = 0;
+  for (size_t at = got.find("HTTP/1.1 401"); at != std::string::npos; at = got.find("HTTP/1.1 401", at + 1)) ++n401;
+  EXPECT_EQ(n401, 2u) << got;
+  EXPECT_EQ(got.find("HTTP/1.1 400"), std::string::npos) << got;
 }
 
 // ---- SV2: a stream carries the same reply as the plain response

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # A Python venv with pinned packages from PyPI, for the scripts that check akv against code
 # nobody here wrote (transformers, tokenizers, the openai client). Source this file, then:
 #
@@ -30,8 +31,12 @@ pinned_venv() {
   fi
   if [ "$in_place" = 0 ]; then rm -rf "$venv"; fi
   if [ ! -x "$venv/bin/python" ]; then
-    python3 -m venv "$venv" >/dev/null 2>&1 ||
-      { echo "akv: $label: python3 -m venv $venv failed; run scripts/deps (Debian: python3-venv)" >&2; exit 2; }
+    local why
+    if ! why="$(python3 -m venv "$venv" 2>&1)"; then
+      why="$(printf '%s\n' "$why" | grep -v '^[[:space:]]*$' | tail -n1)"
+      echo "akv: $label: python3 -m venv $venv failed (${why:-no message}); run scripts/deps (Debian: python3-venv)" >&2
+      exit 2
+    fi
   fi
   echo "akv: $label: installing $pins into $venv" >&2
   # shellcheck disable=SC2086  # the pins are words
