@@ -26,12 +26,12 @@ Command add_audit(CLI::App& app) {
               nlohmann::json lines = nlohmann::json::array();
               for (const auto& l : r.lines) lines.push_back({{"line", l.line}, {"reproduced", l.reproduced}, {"why", l.why}});
               print_json({{"log", a->log}, {"lines", lines}, {"reproduced", r.reproduced()},
-                          {"incomplete_tail", r.incomplete_tail}, {"passed", r.passed()}});
+                          {"cut_lines", r.cut_lines}, {"passed", r.passed()}});
             } else {
               for (const auto& l : r.lines)
                 std::cout << fmt::format("line {}: {}\n", l.line, l.reproduced ? "reproduced bit for bit" : "NOT reproduced: " + l.why);
-              if (r.incomplete_tail)
-                std::cout << "the last line has no newline: the server died while writing it (that reply never completed); left out\n";
+              for (size_t l : r.cut_lines)
+                std::cout << fmt::format("line {}: cut by a kill while it was written (its reply never completed); left out\n", l);
               std::cout << fmt::format("{}: {} of {} replies reproduced{}\n", r.passed() ? "PASS" : "FAIL", r.reproduced(),
                                        r.lines.size(), r.lines.empty() ? " (an empty log proves nothing)" : "");
             }

@@ -60,7 +60,7 @@ int run_serve(ServeArgs& a) {
     int sig = 0;
     sigwait(&set, &sig);
     std::cerr << "akv serve: signal " << sig << ": draining the requests in flight" << std::endl;
-    http.stop();
+    http.drain(600);
   });
   http.run();
   // run() returned without a signal (a bind error later, say): wake the signal thread.

@@ -13,6 +13,7 @@
 #include "reference/error.hpp"
 #include "serve/engine.hpp"
 #include "verify/backends.hpp"
+#include "verify/digest.hpp"
 #include "verify/provenance.hpp"
 
 namespace akv::serve {
@@ -28,44 +29,79 @@ bool AuditReport::passed() const { return !lines.empty() && reproduced() == line
 namespace {
 using json = nlohmann::json;
 
+// A JSON value of the line, or the reason it is missing.
+const json& field(const json& j, const char* key) {
+  if (!j.is_object() || !j.contains(key)) throw Error(ErrorCode::kBadInput, std::string("no \"") + key + "\" field");
+  return j[key];
+}
+
 std::string check_line(const json& j, std::map<std::string, std::unique_ptr<Engine>>& engines, const std::string& override_model,
                        size_t n) {
   if (!j.is_object() || j.value("akv_audit", 0) != 1) return "not an akv audit line";
-  const std::string model = override_model.empty() ? j["model"]["name"].get<std::string>() : override_model;
-  const json& b = j["backend"];
-  const std::string key = model + "|" + b["name"].get<std::string>() + "|" + std::to_string(b["threads"].get<int>());
+  // The request is the logged bytes, and their digest must be the logged one.
+  const std::string body = field(j, "request_body").get<std::string>();
+  if (sha256_hex({reinterpret_cast<const unsigned char*>(body.data()), body.size()}) != field(j, "request_sha256"))
+    return "the request's SHA-256 is not the logged one";
+  const json& m = field(j, "model");
+  const std::string model = override_model.empty() ? field(m, "name").get<std::string>() : override_model;
+  const uint64_t seed = m.contains("seed") && m["seed"].is_number_unsigned() ? m["seed"].get<uint64_t>() : 1;
+  const json& b = field(j, "backend");
+  const json& eng = field(j, "engine");
+  EngineOptions eo;
+  eo.default_max_tokens = field(eng, "default_max_tokens").get<size_t>();
+  eo.guard_patterns = field(eng, "guard").get<std::vector<std::string>>();
+  const std::string key = fmt::format("{}|{}|{}|{}|{}|{}", model, seed, field(b, "name").get<std::string>(),
+                                      field(b, "threads").get<int>(), eo.default_max_tokens, eng["guard"].dump());
   if (!engines.count(key)) {
-    LoadedModel lm = load_model(model, 1);
+    LoadedModel lm = load_model(model, seed);
     BackendOptions bo;
     bo.threads = b["threads"].get<int>();
     auto backend = make_backend(b["name"].get<std::string>(), lm.model, bo);
-    engines[key] = std::make_unique<Engine>(std::move(lm), std::move(backend), EngineOptions{});
+    engines[key] = std::make_unique<Engine>(std::move(lm), std::move(backend), eo);
   }
   Engine& e = *engines[key];
-  const json& logged_sha = j["model"]["sha256"];
+  const json& logged_sha = field(m, "sha256");
   if (e.model().real && logged_sha.is_string() && logged_sha != file_or_folder_sha256(e.model().source))
     return fmt::format("the model file {} is not the logged one (SHA-256 {})", e.model().source, logged_sha.get<std::string>());
-  // The request as the engine ran it: without the messages it dropped.
-  json req = j["request"];
-  const json& stats = j["reply"]["stats"];
-  std::set<size_t> dropped;
-  for (const json& d : stats["dropped_messages"]) dropped.insert(d.get<size_t>());
+  // The request as the engine ran it: without the messages an earlier eviction flagged (the
+  // guard's own drops are recomputed by the replay's guard, and compared).
+  json req = json::parse(body);
+  const json& reply = field(j, "reply");
+  const json& stats = field(reply, "stats");
+  std::set<size_t> dropped, guarded;
+  for (const json& d : field(stats, "dropped_messages")) dropped.insert(d.get<size_t>());
+  for (const json& d : field(stats, "guarded_messages")) guarded.insert(d.get<size_t>());
   json msgs = json::array();
+  std::vector<size_t> original;  // replayed message index -> the logged request's index
   for (size_t i = 0; i < req["messages"].size(); ++i)
-    if (!dropped.count(i)) msgs.push_back(req["messages"][i]);
+    if (!dropped.count(i) || guarded.count(i)) {
+      msgs.push_back(req["messages"][i]);
+      original.push_back(i);
+    }
   req["messages"] = msgs;
-  ChatRequest cr = parse_chat_request(req.dump());
-  EngineOptions defaults;
-  if (cr.max_tokens == 0) cr.max_tokens = defaults.default_max_tokens;
-  const std::shared_ptr<Generation> g = e.submit(std::move(cr), fmt::format("audit-{}", n));  // owns the reply
+  const std::shared_ptr<Generation> g = e.submit(parse_chat_request(req.dump()), fmt::format("audit-{}", n));  // owns the reply
   const Reply& r = g->reply();
-  const std::vector<Token> logged = j["reply"]["tokens"].get<std::vector<Token>>();
+  std::set<size_t> reguarded;
+  for (size_t k : r.stats.guarded) reguarded.insert(original.at(k));
+  if (reguarded != guarded) return "the guard flags other messages than the logged ones";
+  const std::vector<Token> logged = field(reply, "tokens").get<std::vector<Token>>();
   if (r.tokens != logged)
     return fmt::format("the tokens differ (logged [{}], replayed [{}])", fmt::join(logged, ","), fmt::join(r.tokens, ","));
-  if (r.finish_reason != j["reply"]["finish_reason"]) return "the finish reason differs";
-  if (r.stats.cache_sha256 != stats["cache_sha256"]) return "the cache digest differs";
-  if (r.stats.logits_sha256 != stats["logits_sha256"]) return "the logits digest differs";
+  if (r.finish_reason != field(reply, "finish_reason")) return "the finish reason differs";
+  if (r.stats.cache_sha256 != field(stats, "cache_sha256")) return "the cache digest differs";
+  if (r.stats.logits_sha256 != field(stats, "logits_sha256")) return "the logits digest differs";
   return "";
+}
+
+// A line a kill cut while it was written: an audit line's start that ends before its JSON does.
+bool cut_line(const std::string& text) {
+  if (text.rfind("{\"akv", 0) != 0) return false;
+  try {
+    (void)json::parse(text);
+    return false;
+  } catch (const json::parse_error& e) {
+    return e.byte >= text.size();  // the parser ran out of bytes, nothing else was wrong
+  }
 }
 }  // namespace
 
@@ -79,12 +115,16 @@ AuditReport replay_audit_log(const std::string& path, const std::string& model_o
   for (size_t at = 0; at < all.size(); ++n) {
     const size_t end = all.find('\n', at);
     if (end == std::string::npos) {
-      rep.incomplete_tail = true;
+      rep.cut_lines.push_back(n);  // the last line, cut by a kill: its reply never completed
       break;
     }
     const std::string text = all.substr(at, end - at);
     at = end + 1;
     if (text.empty()) continue;
+    if (cut_line(text)) {  // a server that restarted after a kill began a new line after it
+      rep.cut_lines.push_back(n);
+      continue;
+    }
     AuditLine l;
     l.line = n;
     try {

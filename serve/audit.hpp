@@ -15,9 +15,10 @@ struct AuditLine {
 
 struct AuditReport {
   std::vector<AuditLine> lines;
-  /// A last line without its newline: the server died while writing it, so its reply never
-  /// completed (the line is fsync'ed before the reply is sent). Left out, and said.
-  bool incomplete_tail = false;
+  /// Lines a kill cut while the server wrote them (an audit line's start, its JSON unfinished;
+  /// the last line without a newline): their replies never completed, since a line is fsync'ed
+  /// before its reply is sent. Left out, and said (1-based).
+  std::vector<size_t> cut_lines;
   size_t reproduced() const;
   /// True only when there was at least one line and every line reproduced (never vacuous).
   bool passed() const;
@@ -26,7 +27,9 @@ struct AuditReport {
 /// Replays every line of `path` on a cold engine of the logged model (or `model_override`),
 /// on the logged backend and threads. A line that is not an audit line, or whose model file's
 /// SHA-256 differs from the logged one, is a failure naming why. Throws Error(kBadInput) when
-/// the file cannot be read. A last line without a newline is not replayed (incomplete_tail).
+/// the file cannot be read. Lines a kill cut are not replayed (cut_lines). The request is the
+/// logged bytes, checked against the logged SHA-256; the replay runs with the logged default
+/// max_tokens and guard, and the guard must flag the same messages.
 AuditReport replay_audit_log(const std::string& path, const std::string& model_override = "");
 
 }  // namespace akv::serve

@@ -23,7 +23,8 @@ double number(const json& j, const char* field) {
 
 int64_t integer(const json& j, const char* field) {
   if (!j.is_number_integer()) bad(field, "expected an integer, got " + std::string(j.type_name()));
-  return j.is_number_unsigned() ? static_cast<int64_t>(std::min<uint64_t>(j.get<uint64_t>(), INT64_MAX)) : j.get<int64_t>();
+  if (j.is_number_unsigned() && j.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) bad(field, "out of range (above 2^63 - 1)");
+  return j.get<int64_t>();
 }
 }  // namespace
 
@@ -45,6 +46,8 @@ ChatRequest parse_chat_request(std::string_view body) {
     if (j.contains(f) && !j[f].is_null()) {
       const int64_t v = integer(j[f], f);
       if (v < 1) bad(f, "must be >= 1");
+      if (r.max_tokens != 0 && r.max_tokens != static_cast<size_t>(v))
+        bad(f, "differs from max_tokens: give one of them, or both equal");
       r.max_tokens = static_cast<size_t>(v);
     }
   if (j.contains("temperature") && !j["temperature"].is_null()) {
@@ -55,7 +58,11 @@ ChatRequest parse_chat_request(std::string_view body) {
     r.sampler.top_p = number(j["top_p"], "top_p");
     if (!(r.sampler.top_p > 0 && r.sampler.top_p <= 1)) bad("top_p", "must be in (0, 1]");
   }
-  if (j.contains("seed") && !j["seed"].is_null()) r.sampler.seed = static_cast<uint64_t>(integer(j["seed"], "seed"));
+  if (j.contains("seed") && !j["seed"].is_null()) {
+    // Every seed in [0, 2^64) is its own draw; none is folded onto another.
+    if (!j["seed"].is_number_unsigned()) bad("seed", "expected an integer in [0, 2^64), got " + j["seed"].dump());
+    r.sampler.seed = j["seed"].get<uint64_t>();
+  }
   else if (r.sampler.temperature > 0)
     bad("seed", "a temperature above 0 needs a seed: akv's replies are a function of the request (spec/serving.md SV4)");
   if (j.contains("stop") && !j["stop"].is_null()) {

@@ -68,6 +68,18 @@ struct Engine::Control {
 namespace {
 // The text of a reply so far, without a trailing incomplete UTF-8 sequence (render writes one
 // as \xNN): what a stream may emit now and never take back.
+// The length of the longest tail of `bytes` that is a proper prefix of a stop string.
+size_t stop_tail(const std::string& bytes, const std::vector<std::string>& stops) {
+  size_t n = 0;
+  for (const std::string& stop : stops)
+    for (size_t k = std::min(stop.size() - 1, bytes.size()); k > n; --k)
+      if (bytes.compare(bytes.size() - k, k, stop, 0, k) == 0) {
+        n = k;
+        break;
+      }
+  return n;
+}
+
 std::string stable_prefix(const std::string& text) {
   size_t n = text.size();
   while (n >= 4 && text.compare(n - 4, 2, "\\x") == 0 && std::isxdigit(static_cast<unsigned char>(text[n - 2])) &&
@@ -175,6 +187,17 @@ EvictStats Engine::evict(const std::string& session_id, const std::vector<size_t
   return c->stats;
 }
 
+// The span indexes an evict request names: at least one, each in range, none repeated.
+static std::set<size_t> check_indexes(const std::vector<size_t>& indexes, size_t spans) {
+  if (indexes.empty()) throw Error(ErrorCode::kBadInput, "messages: no message named");
+  std::set<size_t> seen;
+  for (size_t i : indexes) {
+    if (i >= spans) throw Error(ErrorCode::kBadInput, fmt::format("messages: span {} out of range ({} spans)", i, spans));
+    if (!seen.insert(i).second) throw Error(ErrorCode::kBadInput, fmt::format("messages: {} repeated", i));
+  }
+  return seen;
+}
+
 void Engine::loop() {
   for (;;) {
     std::vector<std::shared_ptr<Generation>> admit_now;
@@ -185,29 +208,49 @@ void Engine::loop() {
       if (stop_ && pending_.empty() && controls_.empty() && active_.empty()) return;
       controls.assign(controls_.begin(), controls_.end());
       controls_.clear();
-      while (!pending_.empty() && active_.size() + admit_now.size() < static_cast<size_t>(opt_.parallel)) {
-        admit_now.push_back(pending_.front());
-        pending_.pop_front();
+      // In arrival order; a request naming a session that is generating waits for it (its
+      // flags and spans are the session's, SV3), and the requests behind it go first.
+      std::set<std::string> claimed;
+      for (auto it = pending_.begin(); it != pending_.end() && active_.size() + admit_now.size() < static_cast<size_t>(opt_.parallel);) {
+        const std::string& hint = (*it)->session_hint_;
+        if (!hint.empty()) {
+          const ServedSession* s = store_.get(hint);
+          if ((s != nullptr && s->busy) || !claimed.insert(hint).second) {
+            ++it;
+            continue;
+          }
+        }
+        admit_now.push_back(*it);
+        it = pending_.erase(it);
       }
       active_count_ = active_.size() + admit_now.size();
     }
     for (const auto& c : controls) {
       try {
         ServedSession* s = store_.get(c->session);
+        if (s == nullptr && store_.kept(c->session) != nullptr) {
+          // The cache is gone but the session is known: flag the spans, nothing to recompute.
+          KeptSession& k = *store_.kept(c->session);
+          const std::set<size_t> seen = check_indexes(c->indexes, k.spans.size());
+          for (auto it = seen.rbegin(); it != seen.rend(); ++it) {
+            k.flagged.insert(k.spans[*it]);
+            k.spans.erase(k.spans.begin() + static_cast<std::ptrdiff_t>(*it));
+          }
+          c->stats = EvictStats{};
+        } else {
         if (s == nullptr) throw Error(ErrorCode::kUnknownSpan, "session '" + c->session + "' is not cached here");
+        if (s->busy)
+          throw SessionBusy("session '" + c->session + "' is generating a reply; evict after it completes (spec/serving.md SV3)");
+        s->named = true;
         // The session's spans are those of its last request's kept messages, in order.
-        if (c->indexes.empty()) throw Error(ErrorCode::kBadInput, "messages: no message named");
-        std::set<size_t> seen;
+        const std::set<size_t> seen = check_indexes(c->indexes, s->spans.size());
         std::vector<SpanId> ids;
-        for (size_t i : c->indexes) {
-          if (i >= s->spans.size()) throw Error(ErrorCode::kBadInput, fmt::format("messages: span {} out of range ({} spans)", i, s->spans.size()));
-          if (!seen.insert(i).second) throw Error(ErrorCode::kBadInput, fmt::format("messages: {} repeated", i));
-          ids.push_back(s->session->spans()[i].id);
-        }
+        for (size_t i : seen) ids.push_back(s->session->spans()[i].id);
         c->stats = s->session->evict(ids);
         for (auto it = seen.rbegin(); it != seen.rend(); ++it) {
           s->flagged.insert(s->spans[*it]);
           s->spans.erase(s->spans.begin() + static_cast<std::ptrdiff_t>(*it));
+        }
         }
       } catch (...) {
         c->error = std::current_exception();
@@ -252,8 +295,9 @@ void Engine::loop() {
 
 void Engine::prepare(const std::shared_ptr<Generation>& g) {
   ServedSession* s = store_.find(g->session_hint_, g->spans_);
-  if (s == nullptr) s = store_.create(*backend_, g->session_hint_);  // a busy or unknown id: a new session
+  if (s == nullptr) s = store_.create(*backend_, g->session_hint_);  // an unknown id: a new session
   s->busy = true;
+  if (!g->session_hint_.empty()) s->named = true;  // named once: no anonymous request takes it over
   g->session_ = s;
   ReplyStats& st = g->reply_.stats;
   st.session = s->id;
@@ -383,18 +427,22 @@ void Engine::on_logits(const std::shared_ptr<Generation>& g, std::span<const flo
     r.token_text.push_back(ev.token_text);
     r.token_bytes.push_back(ev.token_bytes);
     if (ev.logprob) r.logprobs.push_back(*ev.logprob);
-    r.text = utf8_text(lm_.encoder->render(r.tokens));
-    for (const std::string& stop : g->req_.stop) {
-      const size_t at = r.text.find(stop);
-      if (at != std::string::npos) {
-        r.text.resize(at);
-        r.finish_reason = "stop";
-      }
+    // Stop strings are matched on the generated bytes (not on their \xNN form), the earliest
+    // match wins, and the text is cut before it.
+    std::string bytes = lm_.encoder->render(r.tokens);
+    size_t cut = std::string::npos;
+    for (const std::string& stop : g->req_.stop) cut = std::min(cut, bytes.find(stop));
+    if (cut != std::string::npos) {
+      bytes.resize(cut);
+      r.finish_reason = "stop";
     }
+    r.text = utf8_text(bytes);
     if (r.finish_reason.empty() && r.tokens.size() >= g->req_.max_tokens) r.finish_reason = "length";
     if (r.finish_reason.empty() && g->session_->session->size() + 1 > static_cast<size_t>(lm_.model->config.max_ctx))
       r.finish_reason = "length";
-    const std::string now = r.finish_reason.empty() ? stable_prefix(r.text) : r.text;
+    // A stream emits only what no later token can change: not a tail that may still become a
+    // stop string, nor an incomplete UTF-8 sequence (SV2: the chunks add up to the plain reply).
+    const std::string now = r.finish_reason.empty() ? stable_prefix(utf8_text(bytes.substr(0, bytes.size() - stop_tail(bytes, g->req_.stop)))) : r.text;
     if (now.size() > g->emitted_.size() && now.compare(0, g->emitted_.size(), g->emitted_) == 0) {
       ev.delta = now.substr(g->emitted_.size());
       g->emitted_ = now;

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "reference/backend.hpp"
+#include "reference/error.hpp"
 #include "serve/chat_request.hpp"
 #include "serve/sampler.hpp"
 #include "serve/session_store.hpp"
@@ -69,6 +70,11 @@ struct TokenEvent {
 /// of spec/tokenizer.md CT4), so that a reply is always JSON.
 std::string utf8_text(const std::string& bytes);
 
+/// POST /v1/sessions/{id}/evict on a session that is generating: refused, nothing changed (409).
+struct SessionBusy : Error {
+  explicit SessionBusy(const std::string& what) : Error(ErrorCode::kBadInput, what) {}
+};
+
 /// A submitted request. The HTTP thread waits on it; the scheduler fills it.
 class Generation {
  public:
@@ -120,6 +126,7 @@ class Engine {
 
   const LoadedModel& model() const { return lm_; }
   BackendDescription backend_description() const { return desc_; }
+  const EngineOptions& options() const { return opt_; }
 
   /// Queues `req` for the session named `session_id` ("" lets the engine pick the cached
   /// session sharing the longest prefix, or a new one). Throws, nothing queued:

@@ -3,10 +3,14 @@
 #include <fmt/format.h>
 #include <httplib.h>
 #include <nlohmann/json.hpp>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
+#include <thread>
+#include <cstring>
+#include <cctype>
 
 #include "reference/error.hpp"
 #include "verify/digest.hpp"
@@ -20,11 +24,12 @@ using json = nlohmann::json;
 void send_error(httplib::Response& res, int status, const std::string& message, const std::string& type,
                 const std::string& code) {
   res.status = status;
-  res.set_content(json{{"error", {{"message", message}, {"type", type}, {"param", nullptr}, {"code", code}}}}.dump(),
+  res.set_content(json{{"error", {{"message", message}, {"type", type}, {"param", nullptr}, {"code", code}}}}.dump(-1, ' ', false, json::error_handler_t::replace),
                   "application/json");
 }
 
 void send_akv_error(httplib::Response& res, const Error& e) {
+  if (dynamic_cast<const SessionBusy*>(&e) != nullptr) return send_error(res, 409, e.what(), "invalid_request_error", "session_busy");
   switch (e.code()) {
     case ErrorCode::kBadInput:
     case ErrorCode::kInvalidToken:
@@ -90,6 +95,23 @@ bool same_key(const std::string& a, const std::string& b) {
   return d == 0 && !b.empty();
 }
 
+// A session id as a client names it: 1-128 of [A-Za-z0-9._:@-], so it is safe in a header,
+// a path, a JSON string and a log line (SV3).
+std::string session_id(const std::string& id, const char* where) {
+  bool ok = !id.empty() && id.size() <= 128;
+  for (const char c : id) ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || std::strchr("._:@-", c) != nullptr);
+  if (!ok) throw Error(ErrorCode::kBadInput, std::string(where) + ": a session id is 1 to 128 of A-Z a-z 0-9 . _ : @ -");
+  return id;
+}
+
+// Decrements the in-flight count when the last copy goes: at the end of a plain response, or
+// when cpp-httplib drops a stream's content provider after its last chunk.
+struct InFlight {
+  std::atomic<int>& n;
+  explicit InFlight(std::atomic<int>& c) : n(c) { ++n; }
+  ~InFlight() { --n; }
+};
+
 bool has_body(const httplib::Request& req) {
   return req.has_header("Transfer-Encoding") || (req.has_header("Content-Length") && req.get_header_value("Content-Length") != "0");
 }
@@ -115,6 +137,12 @@ HttpServer::HttpServer(Engine& engine, ServerOptions opt) : engine_(engine), opt
   const LoadedModel& lm = engine_.model();
   if (lm.real) model_sha256_ = file_or_folder_sha256(lm.source);
   http_->new_task_queue = [n = opt_.threads] { return new httplib::ThreadPool(static_cast<size_t>(n)); };
+  // Debian's cpp-httplib listens with a backlog of 5: a burst of new clients would be refused.
+  // The listening socket is remembered here and given a longer queue after bind().
+  http_->set_socket_options([this](int sock) {
+    httplib::default_socket_options(sock);
+    listen_fd_ = sock;
+  });
   http_->set_payload_max_length(kMaxRequestBytes);
   http_->set_read_timeout(opt_.read_timeout_s, 0);
   http_->set_write_timeout(opt_.write_timeout_s, 0);
@@ -126,11 +154,19 @@ HttpServer::~HttpServer() = default;
 int HttpServer::bind() {
   const int port = opt_.port == 0 ? http_->bind_to_any_port(opt_.host) : (http_->bind_to_port(opt_.host, opt_.port) ? opt_.port : -1);
   if (port < 0) throw Error(ErrorCode::kOutOfResources, fmt::format("cannot listen on {}:{}", opt_.host, opt_.port));
+  if (listen_fd_ >= 0 && ::listen(listen_fd_, kListenBacklog) != 0)  // Linux: a second listen() sets the queue
+    throw Error(ErrorCode::kOutOfResources, fmt::format("cannot set the listen queue on {}:{}", opt_.host, port));
   return port;
 }
 
 void HttpServer::run() { http_->listen_after_bind(); }
 void HttpServer::stop() { http_->stop(); }
+
+void HttpServer::drain(int max_s) {
+  draining_ = true;
+  for (int i = 0; i < max_s * 20 && in_flight_ > 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  stop();
+}
 
 void HttpServer::audit(const std::string& body, const std::string& model_sha, const Reply& r) {
   if (opt_.audit_log.empty()) return;
@@ -138,17 +174,25 @@ void HttpServer::audit(const std::string& body, const std::string& model_sha, co
   const json line = {{"akv_audit", 1},
                      {"time", std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count()},
                      {"request_sha256", sha256_hex({reinterpret_cast<const unsigned char*>(body.data()), body.size()})},
-                     {"request", json::parse(body)},
+                     {"request_body", body},  // the bytes the digest is of
                      {"model", {{"name", engine_.model().name}, {"source", engine_.model().source},
+                                {"seed", engine_.model().real ? json(nullptr) : json(engine_.model().seed)},
                                 {"sha256", model_sha.empty() ? json(nullptr) : json(model_sha)}}},
+                     {"engine", {{"default_max_tokens", engine_.options().default_max_tokens},
+                                 {"guard", engine_.options().guard_patterns}}},
                      {"akv", {{"version", akv_version()}, {"commit", akv_commit()}}},
                      {"backend", {{"name", d.name}, {"isa", d.isa}, {"threads", d.threads}}},
                      {"reply", {{"tokens", r.tokens}, {"finish_reason", r.finish_reason}, {"stats", akv_json(r.stats)}}}};
-  const std::string text = line.dump() + "\n";
+  const std::string text = line.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
   std::lock_guard lk(audit_mu_);
-  FILE* f = std::fopen(opt_.audit_log.c_str(), "ab");
+  FILE* f = std::fopen(opt_.audit_log.c_str(), "a+b");
   if (f == nullptr) throw Error(ErrorCode::kOutOfResources, "--audit-log " + opt_.audit_log + ": cannot open for append");
-  const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size() && std::fflush(f) == 0 && fsync(fileno(f)) == 0;
+  // A log whose last line a kill cut (no newline): this line starts on a line of its own.
+  bool cut = false;
+  if (std::fseek(f, -1, SEEK_END) == 0) cut = std::fgetc(f) != '\n';
+  std::fseek(f, 0, SEEK_END);
+  const std::string out = (cut ? "\n" : "") + text;
+  const bool ok = std::fwrite(out.data(), 1, out.size(), f) == out.size() && std::fflush(f) == 0 && fsync(fileno(f)) == 0;
   std::fclose(f);
   if (!ok) throw Error(ErrorCode::kOutOfResources, "--audit-log " + opt_.audit_log + ": write failed");
 }
@@ -184,7 +228,7 @@ void HttpServer::routes() {
   http_->Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
     res.set_content(json{{"object", "list"},
                          {"data", {{{"id", engine_.model().name}, {"object", "model"}, {"created", 0}, {"owned_by", "akv"}}}}}
-                        .dump(),
+                        .dump(-1, ' ', false, json::error_handler_t::replace),
                     "application/json");
   });
   http_->Post(R"(/v1/sessions/([^/]+)/evict)", [this](const httplib::Request& req, httplib::Response& res) {
@@ -204,16 +248,22 @@ void HttpServer::routes() {
       if (!v.is_number_unsigned()) throw Error(ErrorCode::kBadInput, "messages: expected non-negative integers");
       idx.push_back(v.get<size_t>());
     }
-    const EvictStats st = engine_.evict(req.matches[1], idx);
+    const EvictStats st = engine_.evict(session_id(req.matches[1], "the path's session id"), idx);
     res.set_content(json{{"session", std::string(req.matches[1])},
                          {"evicted_tokens", st.tokens_evicted},
                          {"recomputed_tokens", st.tokens_recomputed},
                          {"truncated_at", st.truncated_at}}
-                        .dump(),
+                        .dump(-1, ' ', false, json::error_handler_t::replace),
                     "application/json");
   });
   http_->Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
     if (!authorized(req)) return send_401(res);
+    auto flight = std::make_shared<InFlight>(in_flight_);
+    if (draining_) {
+      res.set_header("Retry-After", "1");
+      return send_error(res, 503, "the server is shutting down", "server_error", "shutting_down");
+    }
+    const std::string hint = req.has_header("x-akv-session") ? session_id(req.get_header_value("x-akv-session"), "x-akv-session") : "";
     ChatRequest cr = parse_chat_request(req.body);
     const std::string name = engine_.model().name;
     if (!cr.model.empty() && cr.model != name)
@@ -222,7 +272,7 @@ void HttpServer::routes() {
     const std::string body = req.body;
     const std::string id = "chatcmpl-" + sha256_hex({reinterpret_cast<const unsigned char*>(body.data()), body.size()}).substr(0, 24);
     const int64_t created = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-    std::shared_ptr<Generation> g = engine_.submit(std::move(cr), req.get_header_value("x-akv-session"));
+    std::shared_ptr<Generation> g = engine_.submit(std::move(cr), hint);
     const std::string session = g->wait_admitted();  // admission errors are still HTTP errors
     res.set_header("x-akv-session", session);
     if (!stream) {
@@ -243,16 +293,16 @@ void HttpServer::routes() {
                                          {"finish_reason", r.finish_reason}}}},
                            {"usage", usage_json(r)},
                            {"akv", akv_json(r.stats)}}
-                          .dump(),
+                          .dump(-1, ' ', false, json::error_handler_t::replace),
                       "application/json");
       return;
     }
     auto chunk = [id, created, name](json delta, json lp, json finish) {
       return "data: " + json{{"id", id}, {"object", "chat.completion.chunk"}, {"created", created}, {"model", name},
                              {"choices", {{{"index", 0}, {"delta", delta}, {"logprobs", lp}, {"finish_reason", finish}}}}}
-                            .dump() + "\n\n";
+                            .dump(-1, ' ', false, json::error_handler_t::replace) + "\n\n";
     };
-    res.set_chunked_content_provider("text/event-stream", [this, g, chunk, body, usage, id, created, name](size_t, httplib::DataSink& sink) {
+    res.set_chunked_content_provider("text/event-stream", [this, g, chunk, body, usage, id, created, name, flight](size_t, httplib::DataSink& sink) {
      try {
       auto write = [&](const std::string& s) {
         if (!sink.write(s.data(), s.size())) {
@@ -274,15 +324,15 @@ void HttpServer::routes() {
         std::string last = chunk(json::object(), nullptr, r.finish_reason);
         json lastj = json::parse(last.substr(6));
         lastj["akv"] = akv_json(r.stats);
-        if (!write("data: " + lastj.dump() + "\n\n")) return false;
+        if (!write("data: " + lastj.dump(-1, ' ', false, json::error_handler_t::replace) + "\n\n")) return false;
         if (usage &&
             !write("data: " + json{{"id", id}, {"object", "chat.completion.chunk"}, {"created", created}, {"model", name},
                                    {"choices", json::array()}, {"usage", usage_json(r)}}
-                                  .dump() + "\n\n"))
+                                  .dump(-1, ' ', false, json::error_handler_t::replace) + "\n\n"))
           return false;
       } catch (const std::exception& e) {
         // Headers are out: the error goes in the stream, in the same shape.
-        write("data: " + json{{"error", {{"message", e.what()}, {"type", "server_error"}, {"param", nullptr}, {"code", "generation_failed"}}}}.dump() + "\n\n");
+        write("data: " + json{{"error", {{"message", e.what()}, {"type", "server_error"}, {"param", nullptr}, {"code", "generation_failed"}}}}.dump(-1, ' ', false, json::error_handler_t::replace) + "\n\n");
       }
       write("data: [DONE]\n\n");
       sink.done();

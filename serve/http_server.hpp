@@ -1,6 +1,7 @@
 // akv serve's HTTP face: OpenAI's chat completions API over cpp-httplib (Debian's
 // libcpp-httplib-dev; docs/serving.md says why), on the Engine (spec/serving.md SV1-SV8).
 #pragma once
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -38,6 +39,9 @@ class HttpServer {
   void run();
   /// Stops accepting and returns run() (the engine drains what it holds).
   void stop();
+  /// SIGTERM's drain (SV6): new chat requests get 503; waits (at most `max_s` seconds) until
+  /// every request in flight has written its last byte, streams included. Then stop().
+  void drain(int max_s);
 
  private:
   /// True when no key is set, for /health, or when the request carries the key (SV8).
@@ -49,6 +53,10 @@ class HttpServer {
   std::unique_ptr<httplib::Server> http_;
   std::string model_sha256_;
   std::mutex audit_mu_;
+  std::atomic<bool> draining_{false};
+  std::atomic<int> in_flight_{0};  // chat requests whose response is not yet fully written
+  int listen_fd_ = -1;
+  static constexpr int kListenBacklog = 512;
 };
 
 }  // namespace akv::serve

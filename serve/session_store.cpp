@@ -24,6 +24,11 @@ ServedSession* SessionStore::get(const std::string& id) {
   return it == sessions_.end() ? nullptr : it->second.get();
 }
 
+KeptSession* SessionStore::kept(const std::string& id) {
+  auto it = kept_.find(id);
+  return it == kept_.end() ? nullptr : &it->second;
+}
+
 ServedSession* SessionStore::find(const std::string& id, const std::vector<std::vector<Token>>& want) {
   if (!id.empty()) {
     ServedSession* s = get(id);
@@ -34,7 +39,8 @@ ServedSession* SessionStore::find(const std::string& id, const std::vector<std::
   for (auto& [_, s] : sessions_) {
     // A session with flagged messages drops them from its requests (SV3): only a request that
     // names it may get that, or an anonymous reply would depend on the cache's state (SV1).
-    if (s->busy || !s->flagged.empty()) continue;
+    // A session a client named is that client's: never handed to another request.
+    if (s->busy || !s->flagged.empty() || s->named) continue;
     size_t k = 0;
     while (k < s->spans.size() && k < want.size() && s->spans[k] == want[k]) ++k;
     if (k > best_spans) best = s.get(), best_spans = k;
@@ -43,9 +49,18 @@ ServedSession* SessionStore::find(const std::string& id, const std::vector<std::
 }
 
 ServedSession* SessionStore::create(Backend& backend, std::string id) {
-  while (id.empty() || sessions_.count(id)) id = fmt::format("s{:06}", next_id_++);
+  const bool named = !id.empty() && !sessions_.count(id);
+  if (!named) {  // a fresh id: neither cached nor holding the flags of a dropped cache
+    do id = fmt::format("s{:06}", next_id_++);
+    while (sessions_.count(id) || kept_.count(id));
+  }
   auto s = std::make_unique<ServedSession>();
   s->id = id;
+  s->named = named;
+  if (auto k = kept_.find(id); k != kept_.end()) {  // its cache is gone, its flags come back
+    s->flagged = std::move(k->second.flagged);
+    kept_.erase(k);
+  }
   s->session = std::make_unique<Session>(backend);
   s->busy = true;
   s->last_use = ++clock_;
@@ -68,6 +83,18 @@ void SessionStore::release(ServedSession* s) {
     for (auto it = sessions_.begin(); it != sessions_.end(); ++it)
       if (!it->second->busy && (oldest == sessions_.end() || it->second->last_use < oldest->second->last_use)) oldest = it;
     if (oldest == sessions_.end()) break;
+    // The cache goes; the flags stay (a cache is a speed-up, a flag changes the reply, SV3).
+    ServedSession& gone = *oldest->second;
+    if (gone.named || !gone.flagged.empty()) {
+      kept_[oldest->first] = {std::move(gone.spans), std::move(gone.flagged), ++kept_clock_};
+      // Bounded: past 65536 records the oldest without flags goes (a flag is never dropped).
+      if (kept_.size() > 65536) {
+        auto drop = kept_.end();
+        for (auto it = kept_.begin(); it != kept_.end(); ++it)
+          if (it->second.flagged.empty() && (drop == kept_.end() || it->second.age < drop->second.age)) drop = it;
+        if (drop != kept_.end()) kept_.erase(drop);
+      }
+    }
     sessions_.erase(oldest);
   }
 }

@@ -23,6 +23,15 @@ struct ServedSession {
   std::set<std::vector<Token>> flagged;
   uint64_t last_use = 0;
   bool busy = false;
+  bool named = false;  // the id came from a client (x-akv-session): only its requests use it
+};
+
+/// What stays of a session whose cache the budget dropped: its spans' tokens (what /evict's
+/// indexes name) and its flags, which change replies and so never go with a cache (SV3).
+struct KeptSession {
+  std::vector<std::vector<Token>> spans;
+  std::set<std::vector<Token>> flagged;
+  uint64_t age = 0;
 };
 
 /// How a request's spans meet a cached session (SV3): the cached spans to evict (those not in
@@ -46,11 +55,14 @@ class SessionStore {
   /// spans share the longest token prefix with `want` (at least one whole span); else nullptr.
   ServedSession* find(const std::string& id, const std::vector<std::vector<Token>>& want);
   ServedSession* get(const std::string& id);
-  /// A new empty session over `backend` with `id` (a fresh id when empty or taken).
+  /// A new empty session over `backend` with `id` (a fresh id when empty or taken), with the
+  /// flags `id` had when the budget dropped its cache.
   ServedSession* create(Backend& backend, std::string id);
   /// Marks `s` idle and used now, then drops idle sessions, oldest first, while the cache
   /// bytes exceed the budget.
   void release(ServedSession* s);
+  /// The kept record of `id` when its cache was dropped, else nullptr.
+  KeptSession* kept(const std::string& id);
   size_t size() const { return sessions_.size(); }
   size_t bytes() const;
 
@@ -58,6 +70,8 @@ class SessionStore {
   size_t budget_, per_token_;
   uint64_t clock_ = 0, next_id_ = 1;
   std::map<std::string, std::unique_ptr<ServedSession>> sessions_;
+  std::map<std::string, KeptSession> kept_;
+  uint64_t kept_clock_ = 0;
 };
 
 }  // namespace akv::serve

@@ -230,6 +230,155 @@ TEST(SV3_Evict, AFlagNeverReachesARequestThatNamedNoSession) {
   EXPECT_EQ(named.body["akv"]["dropped_messages"], json::array({3}));
 }
 
+// ---- SV3: flags belong to the session a client names, whatever the cache and the load
+
+// The content a stream carried, and whether it ended with [DONE].
+std::string streamed_content(const std::string& body, bool& done) {
+  std::string content;
+  done = false;
+  std::istringstream lines(body);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("data: ", 0) != 0) continue;
+    if (line == "data: [DONE]") {
+      done = true;
+      continue;
+    }
+    const json chunk = json::parse(line.substr(6));  // kept: a range-for over a temporary's member dangles
+    for (const json& ch : chunk["choices"])
+      if (ch["delta"].contains("content")) content += ch["delta"]["content"].get<std::string>();
+  }
+  return content;
+}
+
+const json kPoisoned = json::array({{{"role", "user"}, {"content", "hi"}}, {{"role", "user"}, {"content", "POISON"}},
+                                    {{"role", "user"}, {"content", "ok"}}});
+
+void flag_poison(const TestServer& s, const std::string& session) {
+  ASSERT_EQ(post(s, request_of(kPoisoned), session).status, 200);
+  httplib::Client c = s.client();
+  auto r = c.Post("/v1/sessions/" + session + "/evict", json{{"messages", {1}}}.dump(), "application/json");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+}
+
+TEST(SV3_Evict, AFlagHoldsForConcurrentRequestsUnderCachePressureAndAgainstAnonymousRequests) {
+  serve::EngineOptions eo;
+  eo.parallel = 4;
+  eo.cache_budget = 1;  // every idle session's cache is dropped at once
+  TestServer s(eo);
+  flag_poison(s, "a");
+  const std::string want = reply_bits(post(s, request_of(json::array({kPoisoned[0], kPoisoned[2]})), cold_session()).body);
+  // Two concurrent requests on the session: the second waits for the first, both drop message 1.
+  json big = request_of(kPoisoned, 40);
+  Answer r1, r2;
+  std::thread t1([&] { r1 = post(s, big, "a"); }), t2([&] { r2 = post(s, big, "a"); });
+  t1.join();
+  t2.join();
+  for (const Answer* a : {&r1, &r2}) {
+    ASSERT_EQ(a->status, 200) << a->body.dump();
+    EXPECT_EQ(a->session, "a");
+    EXPECT_EQ(a->body["akv"]["dropped_messages"], json::array({1}));
+  }
+  // The cache was dropped (budget 1 byte), the flag was not.
+  EXPECT_EQ(reply_bits(post(s, request_of(kPoisoned), "a").body), want);
+  // An anonymous request never lands on a named session, so it cannot move the indexes /evict reads.
+  flag_poison(s, "agent");
+  const Answer anon = post(s, request_of(json::array({kPoisoned[0], {{"role", "user"}, {"content", "other"}}})));
+  EXPECT_NE(anon.session, "agent");
+  EXPECT_EQ(post(s, request_of(kPoisoned), "agent").body["akv"]["dropped_messages"], json::array({1}));
+}
+
+TEST(SV3_Evict, AnEvictionOfASessionThatIsGeneratingIs409AndChangesNothing) {
+  TestServer s;
+  ASSERT_EQ(post(s, request_of(kPoisoned), "busy").status, 200);
+  const json longer = request_of(kPoisoned, 3000);
+  const std::string cold = reply_bits(post(s, longer, cold_session()).body);
+  Answer inflight;
+  std::thread t([&] { inflight = post(s, longer, "busy"); });
+  for (int i = 0; i < 2000 && s.engine->load() == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  httplib::Client c = s.client();
+  auto r = c.Post("/v1/sessions/busy/evict", json{{"messages", {1}}}.dump(), "application/json");
+  t.join();
+  ASSERT_TRUE(r);
+  if (r->status == 409) {
+    EXPECT_EQ(json::parse(r->body)["error"]["code"], "session_busy");
+    EXPECT_EQ(reply_bits(inflight.body), cold);  // the reply in flight is untouched
+  } else {
+    // The generation ended before the evict arrived: then the evict is an ordinary one.
+    EXPECT_EQ(r->status, 200) << r->body;
+  }
+}
+
+TEST(SV6_Errors, BytesThatAreNotUtf8InThePathOrTheSessionAreAnErrorNotACrash) {
+  TestServer s;
+  httplib::Client c = s.client();
+  auto r = c.Get("/%FF");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 404);
+  EXPECT_TRUE(json::parse(r->body).contains("error"));
+  r = c.Post("/v1/sessions/%FF/evict", json{{"messages", {0}}}.dump(), "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400);
+  EXPECT_NE(json::parse(r->body)["error"]["message"].get<std::string>().find("session id"), std::string::npos);
+  for (const std::string bad : {std::string("\xff\xfe"), std::string(129, 'a'), std::string("a b"), std::string("../x")}) {
+    const Answer a = post(s, request_of(kPoisoned), bad);
+    EXPECT_EQ(a.status, 400) << bad;
+    EXPECT_NE(a.body["error"]["message"].get<std::string>().find("x-akv-session"), std::string::npos);
+  }
+  EXPECT_EQ(post(s, request_of(kPoisoned), "fine-id_1.2:x@y").status, 200);  // and the server goes on
+}
+
+TEST(SV2_Fields, NoValueIsFoldedOntoAnother) {
+  TestServer s;
+  json a = request_of(kPoisoned, 6), b = a;
+  a["temperature"] = 1.0, a["seed"] = UINT64_MAX;
+  b["temperature"] = 1.0, b["seed"] = static_cast<uint64_t>(INT64_MAX);
+  const Answer ra = post(s, a, cold_session()), rb = post(s, b, cold_session());
+  ASSERT_EQ(ra.status, 200) << ra.body.dump();
+  EXPECT_NE(ra.body["akv"]["logits_sha256"], rb.body["akv"]["logits_sha256"]);
+  json neg = a;
+  neg["seed"] = -1;
+  EXPECT_EQ(post(s, neg).status, 400);
+  json both = request_of(kPoisoned, 3);
+  both["max_completion_tokens"] = 5;
+  const Answer r = post(s, both);
+  EXPECT_EQ(r.status, 400);
+  EXPECT_NE(r.body["error"]["message"].get<std::string>().find("max_completion_tokens"), std::string::npos);
+  both["max_completion_tokens"] = 3;
+  EXPECT_EQ(post(s, both).status, 200);
+}
+
+TEST(SV2_Stream, AStopStringAcrossTokensGivesTheSameTextStreamedAndPlain) {
+  TestServer s;
+  // A stop string made of two adjacent generated tokens that are printable ASCII bytes: the
+  // stream has seen the first token before the second completes the match.
+  json req;
+  std::string stop;
+  for (int p = 0; p < 20 && stop.empty(); ++p) {
+    req = request_of(json::array({{{"role", "user"}, {"content", "prompt " + std::to_string(p)}}}), 40);
+    const Answer free = post(s, req, cold_session());
+    ASSERT_EQ(free.status, 200);
+    const json& toks = free.body["choices"][0]["logprobs"]["content"];
+    for (size_t i = 1; i + 1 < toks.size() && stop.empty(); ++i) {
+      const json &x = toks[i]["bytes"], &y = toks[i + 1]["bytes"];
+      auto printable = [](const json& bs) { return bs.size() == 1 && bs[0].get<int>() >= 0x21 && bs[0].get<int>() < 0x7f && bs[0] != '\\'; };
+      if (printable(x) && printable(y)) stop = {static_cast<char>(x[0].get<int>()), static_cast<char>(y[0].get<int>())};
+    }
+  }
+  ASSERT_EQ(stop.size(), 2u) << "no two adjacent printable tokens in 20 replies";
+  req["stop"] = stop;
+  const Answer plain = post(s, req, cold_session());
+  ASSERT_EQ(plain.status, 200) << plain.body.dump();
+  EXPECT_EQ(plain.body["choices"][0]["finish_reason"], "stop");
+  req["stream"] = true;
+  httplib::Client c = s.client();
+  auto r = c.Post("/v1/chat/completions", httplib::Headers{{"x-akv-session", cold_session()}}, req.dump(), "application/json");
+  ASSERT_TRUE(r);
+  bool done = false;
+  EXPECT_EQ(streamed_content(r->body, done), plain.body["choices"][0]["message"]["content"]) << r->body.substr(0, 2000);
+  EXPECT_TRUE(done);
+}
+
 // ---- SV7: the guard flags a tool result before generation; the reply is the cold one without it
 
 TEST(SV7_Guard, AFlaggedResultIsEvictedAndTheReplyIsTheColdOneWithoutIt) {
@@ -484,14 +633,18 @@ TEST(SV2_Fields, MaxCompletionTokensStopCachedTokensAndHealth) {
   ASSERT_EQ(a.status, 200) << a.body.dump();
   EXPECT_EQ(a.body["usage"]["completion_tokens"], 5);
   EXPECT_EQ(a.body["choices"][0]["finish_reason"], "length");
-  // stop: the text is cut before the first stop string, and the reason is "stop".
-  const std::string text = a.body["choices"][0]["message"]["content"];
-  ASSERT_GE(text.size(), 3u) << text;
-  req["stop"] = json::array({text.substr(2, 1)});
-  const Answer b = post(s, req, cold_session());
+  // stop: the text is cut before the first stop string (matched on the generated bytes), and
+  // the reason is "stop". The stop is the first printable ASCII byte after the first token.
+  json longer = {{"messages", msgs}, {"max_completion_tokens", 40}};
+  const std::string text = post(s, longer, cold_session()).body["choices"][0]["message"]["content"];
+  size_t k = 1;
+  while (k < text.size() && !(text[k] > 0x20 && text[k] < 0x7f && text[k] != '\\')) k += text[k] == '\\' ? 4 : 1;
+  ASSERT_LT(k, text.size()) << "no printable byte in " << text;
+  longer["stop"] = json::array({text.substr(k, 1)});
+  const Answer b = post(s, longer, cold_session());
   ASSERT_EQ(b.status, 200) << b.body.dump();
   EXPECT_EQ(b.body["choices"][0]["finish_reason"], "stop");
-  EXPECT_EQ(b.body["choices"][0]["message"]["content"], text.substr(0, text.find(text.substr(2, 1))));
+  EXPECT_EQ(b.body["choices"][0]["message"]["content"], text.substr(0, text.find(text.substr(k, 1))));
   // cached_tokens is the reused count: 0 cold, the kept prefix on the session's next turn.
   EXPECT_EQ(a.body["usage"]["prompt_tokens_details"]["cached_tokens"], 0);
   json next = msgs;
@@ -575,6 +728,64 @@ TEST(SV6_Signals, TheCommandServesAndExitsZeroOnSigterm) {
   }
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
   fs::remove(out);
+}
+
+// ---- SV6/SV9: SIGTERM lets a stream finish; the log replays with the server's seed, defaults and guard
+
+TEST(SV6_Signals, SigtermFinishesAStreamAndTheLogReplaysWithTheServersOptions) {
+  const fs::path log = fs::temp_directory_path() / ("akv_test_drain_" + std::to_string(getpid()) + ".jsonl");
+  fs::remove(log);
+  const Child ch = spawn_serve({"--seed", "7", "--max-tokens-default", "5", "--guard", "POISON", "--audit-log", log.string()});
+  ASSERT_GT(ch.port, 0) << test::slurp(ch.out.string());
+  httplib::Client c("127.0.0.1", ch.port);
+  c.set_read_timeout(60, 0);
+  // No max_tokens (the server's default, 5), and a tool result the guard flags.
+  const json tool_conv = json::array({{{"role", "user"}, {"content", "look it up"}},
+                                      {{"role", "assistant"}, {"content", nullptr},
+                                       {"tool_calls", {{{"id", "c1"}, {"type", "function"}, {"function", {{"name", "f"}, {"arguments", "{}"}}}}}}},
+                                      {{"role", "tool"}, {"tool_call_id", "c1"}, {"content", "POISON here"}}});
+  auto r = c.Post("/v1/chat/completions", json{{"messages", tool_conv}}.dump(), "application/json");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  const json j = json::parse(r->body);
+  EXPECT_EQ(j["usage"]["completion_tokens"], 5);
+  EXPECT_EQ(j["akv"]["guarded_messages"], json::array({2}));
+  // A long stream, and SIGTERM once its first chunk arrived: it still ends with [DONE].
+  std::atomic<bool> started{false};
+  std::string body;
+  std::thread streamer([&] {
+    httplib::Client cs("127.0.0.1", ch.port);
+    cs.set_read_timeout(60, 0);
+    const json req = {{"messages", {{{"role", "user"}, {"content", std::string(4000, 'g')}}}}, {"max_tokens", 3000}, {"stream", true}};
+    httplib::Request hr;
+    hr.method = "POST";
+    hr.path = "/v1/chat/completions";
+    hr.body = req.dump();
+    hr.set_header("Content-Type", "application/json");
+    hr.content_receiver = [&](const char* d, size_t n, uint64_t, uint64_t) {
+      body.append(d, n);
+      started = true;
+      return true;
+    };
+    cs.send(hr);
+  });
+  for (int i = 0; i < 2000 && !started; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_TRUE(started.load());
+  kill(ch.pid, SIGTERM);
+  streamer.join();
+  int status = -1;
+  for (int i = 0; i < 1200 && waitpid(ch.pid, &status, WNOHANG) != ch.pid; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  bool done = false;
+  streamed_content(body, done);
+  EXPECT_TRUE(done) << "the stream was cut by SIGTERM: " << body.substr(body.size() > 300 ? body.size() - 300 : 0);
+  // akv audit replays both lines with the logged seed, default max_tokens and guard.
+  const serve::AuditReport rep = serve::replay_audit_log(log.string());
+  for (const auto& l : rep.lines) EXPECT_TRUE(l.reproduced) << "line " << l.line << ": " << l.why;
+  EXPECT_EQ(rep.reproduced(), 2u);
+  EXPECT_EQ(test::run_akv({"audit", log.string()}).code, 0);
+  fs::remove(log);
+  fs::remove(ch.out);
 }
 
 // ---- SV6/SV9: kill -9 loses only caches: the audit log's complete lines still replay
@@ -669,7 +880,7 @@ TEST(SV9_Audit, OneLinePerReplyWithTheDigests) {
     EXPECT_EQ(j["akv_audit"], 1);
     EXPECT_EQ(j["request_sha256"].get<std::string>().size(), 64u);
     EXPECT_EQ(j["reply"]["stats"]["logits_sha256"].get<std::string>().size(), 64u);
-    EXPECT_EQ(j["request"]["messages"][0]["content"], "turn " + std::to_string(n));
+    EXPECT_EQ(json::parse(j["request_body"].get<std::string>())["messages"][0]["content"], "turn " + std::to_string(n));
   }
   EXPECT_EQ(n, 3);
   // akv audit: every line reproduces on a cold engine (exit 0) ...
@@ -681,9 +892,28 @@ TEST(SV9_Audit, OneLinePerReplyWithTheDigests) {
   std::string text = test::slurp(log.string());
   std::ofstream(log, std::ios::trunc) << text << text.substr(0, text.size() / 6);
   const serve::AuditReport cut = serve::replay_audit_log(log.string());
-  EXPECT_TRUE(cut.incomplete_tail);
+  EXPECT_EQ(cut.cut_lines, std::vector<size_t>{4});
   EXPECT_TRUE(cut.passed());
   EXPECT_EQ(cut.reproduced(), 3u);
+  // ... and a server that appends after the cut line starts a new line: both still replay.
+  {
+    TestServer s2({}, so);
+    ASSERT_EQ(post(s2, request_of(json::array({{{"role", "user"}, {"content", "after the kill"}}}))).status, 200);
+  }
+  const serve::AuditReport resumed = serve::replay_audit_log(log.string());
+  EXPECT_EQ(resumed.cut_lines, std::vector<size_t>{4});
+  EXPECT_TRUE(resumed.passed());
+  EXPECT_EQ(resumed.reproduced(), 4u);
+  // ... a request whose bytes no longer match the logged digest does not (a dropped message edited).
+  {
+    std::string t = text;
+    const size_t at = t.find("turn 0");
+    ASSERT_NE(at, std::string::npos);
+    t[at + 5] = '9';
+    std::ofstream(log, std::ios::trunc) << t;
+    const serve::AuditReport edited = serve::replay_audit_log(log.string());
+    EXPECT_EQ(edited.lines[0].why, "the request's SHA-256 is not the logged one");
+  }
   // ... a line whose digest was altered does not (exit 1), and an empty log proves nothing.
   const size_t at = text.find("\"logits_sha256\":\"") + 17;
   text[at] = text[at] == '0' ? '1' : '0';

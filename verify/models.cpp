@@ -164,6 +164,7 @@ LoadedModel load_model(const std::string& spec, uint64_t seed) {
     m.encoder = make_fixture_encoder(c.vocab);
     m.name = c.name;
     m.source = fmt::format("synthetic, seed {}", seed);
+    m.seed = seed;
     return m;
   };
   if (is_synthetic_spec(spec)) return synthetic(synthetic_config(spec));

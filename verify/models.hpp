@@ -18,6 +18,7 @@ struct LoadedModel {
   std::string name;    // as reports print it: "small", "smollm2", or the file's path
   std::string source;  // "synthetic, seed 1" or the file read
   bool real = false;   // loaded from a file (seed unused)
+  uint64_t seed = 1;   // the weight seed of a synthetic model
 };
 
 /// The name of akv's default real model (SmolLM2-135M-Instruct, Q4_1 GGUF; spec/gguf.md F1).
