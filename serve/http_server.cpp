@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <set>
 #include <thread>
 #include <cstring>
 #include <cctype>
@@ -20,6 +21,10 @@ namespace akv::serve {
 namespace {
 using json = nlohmann::json;
 
+struct UnsupportedMediaType : Error {
+  explicit UnsupportedMediaType(const std::string& what) : Error(ErrorCode::kBadInput, what) {}
+};
+
 // OpenAI's error shape (SV6): {"error": {"message", "type", "param", "code"}}.
 void send_error(httplib::Response& res, int status, const std::string& message, const std::string& type,
                 const std::string& code) {
@@ -30,6 +35,8 @@ void send_error(httplib::Response& res, int status, const std::string& message, 
 
 void send_akv_error(httplib::Response& res, const Error& e) {
   if (dynamic_cast<const SessionBusy*>(&e) != nullptr) return send_error(res, 409, e.what(), "invalid_request_error", "session_busy");
+  if (dynamic_cast<const UnsupportedMediaType*>(&e) != nullptr)
+    return send_error(res, 415, e.what(), "invalid_request_error", "unsupported_media_type");
   switch (e.code()) {
     case ErrorCode::kBadInput:
     case ErrorCode::kInvalidToken:
@@ -111,6 +118,17 @@ struct InFlight {
   explicit InFlight(std::atomic<int>& c) : n(c) { ++n; }
   ~InFlight() { --n; }
 };
+
+constexpr const char* kJsonOnly =
+    "Content-Type: expected application/json (curl -d sends application/x-www-form-urlencoded: add -H 'Content-Type: "
+    "application/json')";
+
+// A POST body must say it is JSON: another type would be read as something it does not claim to be.
+void require_json(const httplib::Request& req) {
+  const std::string t = req.get_header_value("Content-Type");
+  if (t.rfind("application/json", 0) != 0 || (t.size() > 16 && t[16] != ';' && t[16] != ' '))
+    throw UnsupportedMediaType(kJsonOnly);
+}
 
 bool has_body(const httplib::Request& req) {
   return req.has_header("Transfer-Encoding") || (req.has_header("Content-Length") && req.get_header_value("Content-Length") != "0");
@@ -218,9 +236,15 @@ void HttpServer::routes() {
   http_->set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;
     if (!authorized(req)) return send_401(res);  // an unknown route with a body: no key, no route names
+    const bool form = req.get_header_value("Content-Type").rfind("application/x-www-form-urlencoded", 0) == 0;
     if (res.status == 404) send_error(res, 404, "no route " + req.method + " " + req.path, "invalid_request_error", "not_found");
-    else if (res.status == 413) send_error(res, 413, "the body exceeds the limit", "invalid_request_error", "body_too_large");
-    else send_error(res, res.status, "HTTP error " + std::to_string(res.status), "invalid_request_error", "http_error");
+    else if (res.status == 413 && form) send_error(res, 415, kJsonOnly, "invalid_request_error", "unsupported_media_type");
+    else if (res.status == 413) send_error(res, 413, "the body exceeds the limit of 8 MiB", "invalid_request_error", "body_too_large");
+    else if (req.method.empty() || !std::set<std::string>{"GET", "POST", "HEAD"}.count(req.method))
+      send_error(res, res.status == 400 ? 405 : res.status, "this server answers GET /health, GET /v1/models, POST /v1/chat/completions and POST /v1/sessions/{id}/evict",
+                 "invalid_request_error", "method_not_allowed");
+    else send_error(res, res.status, fmt::format("HTTP error {}: the request line or headers are malformed or too long", res.status),
+                    "invalid_request_error", "http_error");
   });
   http_->Get("/health", [](const httplib::Request&, httplib::Response& res) {
     res.set_content(R"({"status":"ok"})", "application/json");
@@ -233,6 +257,7 @@ void HttpServer::routes() {
   });
   http_->Post(R"(/v1/sessions/([^/]+)/evict)", [this](const httplib::Request& req, httplib::Response& res) {
     if (!authorized(req)) return send_401(res);
+    require_json(req);
     json body;
     try {
       body = json::parse(req.body);
@@ -263,6 +288,7 @@ void HttpServer::routes() {
       res.set_header("Retry-After", "1");
       return send_error(res, 503, "the server is shutting down", "server_error", "shutting_down");
     }
+    require_json(req);
     const std::string hint = req.has_header("x-akv-session") ? session_id(req.get_header_value("x-akv-session"), "x-akv-session") : "";
     ChatRequest cr = parse_chat_request(req.body);
     const std::string name = engine_.model().name;

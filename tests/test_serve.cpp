@@ -464,6 +464,18 @@ TEST(SV6_Errors, BadRequestsGetOpenAIErrorsNamingTheProblem) {
   r = c.Post("/v1/chat/completions", std::string(100000, '[') + std::string(100000, ']'), "application/json");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 400);
+  // A body that does not say it is JSON is not read as JSON (curl -d's form type included).
+  const std::string okbody = json{{"messages", {ok}}, {"max_tokens", 2}}.dump();
+  for (const auto& [type, body] : std::vector<std::pair<std::string, std::string>>{
+           {"text/plain", okbody}, {"application/x-www-form-urlencoded", okbody}, {"application/x-www-form-urlencoded", okbody + std::string(9000, ' ')}, {"application/jsonx", okbody}}) {
+    r = c.Post("/v1/chat/completions", body, type.c_str());
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 415) << type << " " << body.size();
+    EXPECT_NE(json::parse(r->body)["error"]["message"].get<std::string>().find("application/json"), std::string::npos);
+  }
+  r = c.Post("/v1/chat/completions", okbody, "application/json; charset=utf-8");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
   r = c.Get("/v1/nothing");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 404);
