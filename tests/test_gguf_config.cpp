@@ -104,6 +104,9 @@ TEST(C1_ConfigFromGguf, SyntheticConfigsStayUntied) {
 TEST(C1_ConfigFromGguf, Rejections) {
   expect_bad(with(llama_file(), kv_str("general.architecture", "qwen2")),
              "metadata 'general.architecture': architecture 'qwen2' is not supported (expected llama)");
+  // A string from the file is printed escaped: the message stays one line (F7; a fuzz finding).
+  expect_bad(with(llama_file(), kv_str("general.architecture", "qwen\n2")),
+             "metadata 'general.architecture': architecture 'qwen\\x0a2' is not supported (expected llama)");
   expect_bad(without(llama_file(), "general.architecture"), "metadata 'general.architecture': missing");
   expect_bad(without(llama_file(), "llama.block_count"), "metadata 'llama.block_count': missing");
   expect_bad(with(llama_file(), kv_str("llama.block_count", "30")), "metadata 'llama.block_count': expected an integer");

@@ -7,6 +7,7 @@
 
 #include "readers/json_limited.hpp"
 #include "reference/error.hpp"
+#include "reference/strict.hpp"
 
 namespace akv::model {
 
@@ -89,7 +90,7 @@ void check_metadata_keys(const GgufFile& f) {
 Config config_from_gguf(const GgufFile& f, const std::string& name) {
   const std::string_view arch = f.get_string("general.architecture");
   if (arch != "llama")
-    bad(f, "metadata 'general.architecture'", "architecture '" + std::string(arch) + "' is not supported (expected llama)");
+    bad(f, "metadata 'general.architecture'", "architecture '" + printable(arch, 40) + "' is not supported (expected llama)");
 
   check_metadata_keys(f);
   Config c;
@@ -117,7 +118,7 @@ Config config_from_gguf(const GgufFile& f, const std::string& name) {
   if (optional(f, "llama.rope.dimension_count", c.head_dim) != c.head_dim)
     bad(f, "metadata 'llama.rope.dimension_count'", "partial rotary is not supported (head dim " + std::to_string(c.head_dim) + ")");
   if (const auto s = f.find_string("llama.rope.scaling.type"); s && *s != "none")
-    bad(f, "metadata 'llama.rope.scaling.type'", "RoPE scaling '" + std::string(*s) + "' is not supported");
+    bad(f, "metadata 'llama.rope.scaling.type'", "RoPE scaling '" + printable(*s, 40) + "' is not supported");
   c.rope_theta = f.find_float("llama.rope.freq_base").value_or(10000.0f);
   if (!(c.rope_theta > 0.0f) || c.rope_theta == std::numeric_limits<float>::infinity())
     bad(f, "metadata 'llama.rope.freq_base'", "must be finite and > 0");
