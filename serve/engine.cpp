@@ -198,6 +198,34 @@ static std::set<size_t> check_indexes(const std::vector<size_t>& indexes, size_t
   return seen;
 }
 
+// Flags the spans `seen` of a session's span list and takes them out of it (SV3).
+static void flag_spans(std::vector<std::vector<Token>>& spans, std::set<std::vector<Token>>& flagged, const std::set<size_t>& seen) {
+  for (auto it = seen.rbegin(); it != seen.rend(); ++it) {
+    flagged.insert(spans[*it]);
+    spans.erase(spans.begin() + static_cast<std::ptrdiff_t>(*it));
+  }
+}
+
+EvictStats Engine::evict_now(const Control& c) {
+  ServedSession* s = store_.get(c.session);
+  if (s == nullptr) {
+    KeptSession* k = store_.kept(c.session);
+    if (k == nullptr) throw Error(ErrorCode::kUnknownSpan, "session '" + c.session + "' is not cached here");
+    // The cache is gone but the session is known: flag the spans, nothing to recompute.
+    flag_spans(k->spans, k->flagged, check_indexes(c.indexes, k->spans.size()));
+    return {};
+  }
+  if (s->busy) throw SessionBusy("session '" + c.session + "' is generating a reply; evict after it completes (spec/serving.md SV3)");
+  s->named = true;
+  // The session's spans are those of its last request's kept messages, in order.
+  const std::set<size_t> seen = check_indexes(c.indexes, s->spans.size());
+  std::vector<SpanId> ids;
+  for (size_t i : seen) ids.push_back(s->session->spans()[i].id);
+  const EvictStats st = s->session->evict(ids);
+  flag_spans(s->spans, s->flagged, seen);
+  return st;
+}
+
 void Engine::loop() {
   for (;;) {
     std::vector<std::shared_ptr<Generation>> admit_now;
@@ -227,31 +255,7 @@ void Engine::loop() {
     }
     for (const auto& c : controls) {
       try {
-        ServedSession* s = store_.get(c->session);
-        if (s == nullptr && store_.kept(c->session) != nullptr) {
-          // The cache is gone but the session is known: flag the spans, nothing to recompute.
-          KeptSession& k = *store_.kept(c->session);
-          const std::set<size_t> seen = check_indexes(c->indexes, k.spans.size());
-          for (auto it = seen.rbegin(); it != seen.rend(); ++it) {
-            k.flagged.insert(k.spans[*it]);
-            k.spans.erase(k.spans.begin() + static_cast<std::ptrdiff_t>(*it));
-          }
-          c->stats = EvictStats{};
-        } else {
-        if (s == nullptr) throw Error(ErrorCode::kUnknownSpan, "session '" + c->session + "' is not cached here");
-        if (s->busy)
-          throw SessionBusy("session '" + c->session + "' is generating a reply; evict after it completes (spec/serving.md SV3)");
-        s->named = true;
-        // The session's spans are those of its last request's kept messages, in order.
-        const std::set<size_t> seen = check_indexes(c->indexes, s->spans.size());
-        std::vector<SpanId> ids;
-        for (size_t i : seen) ids.push_back(s->session->spans()[i].id);
-        c->stats = s->session->evict(ids);
-        for (auto it = seen.rbegin(); it != seen.rend(); ++it) {
-          s->flagged.insert(s->spans[*it]);
-          s->spans.erase(s->spans.begin() + static_cast<std::ptrdiff_t>(*it));
-        }
-        }
+        c->stats = evict_now(*c);
       } catch (...) {
         c->error = std::current_exception();
       }

@@ -167,6 +167,8 @@ class Engine {
   std::condition_variable cv_;
   std::deque<std::shared_ptr<Generation>> pending_;
   struct Control;
+  /// A POST /v1/sessions/{id}/evict, on the scheduler thread (SV3).
+  EvictStats evict_now(const Control& c);
   std::deque<std::shared_ptr<Control>> controls_;
   bool stop_ = false;
   size_t active_count_ = 0;

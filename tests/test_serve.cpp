@@ -64,6 +64,23 @@ struct TestServer {
   }
 };
 
+// A raw TCP connection to 127.0.0.1:port whose reads give up after recv_timeout_s (for what an
+// HTTP client library will not send); -1 when it cannot connect.
+int loopback_socket(int port, int recv_timeout_s) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return -1;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  timeval tv{recv_timeout_s, 0};
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
 struct Answer {
   int status = 0;
   json body;
@@ -531,15 +548,8 @@ TEST(SV8_Auth, OffLoopbackNeedsAKeyAndAMissingKeyIs401) {
   EXPECT_EQ(post(s, req, "", "/v1/chat/completions", keyed.api_key).status, 200);
   // Two requests with a wrong key on one kept-alive connection, each body sent after its
   // headers (as the openai client does): 401 both times, the body never read as a request.
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  const int fd = loopback_socket(s.port, 10);
   ASSERT_GE(fd, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(s.port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-  timeval tv{10, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   const std::string body = req.dump();
   const std::string head = "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer wrong-key-0123456789\r\n"
                            "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n";
@@ -842,17 +852,10 @@ TEST(SV6_Limits, AStalledClientIsDroppedAndAnOversizedBodyIs413) {
   so.read_timeout_s = 1;
   TestServer s({}, so);
   // A client that sends half a request and stalls: the server closes it (bounded wait: 15 s).
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  const int fd = loopback_socket(s.port, 15);
   ASSERT_GE(fd, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(s.port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
   const std::string half = "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"mess";
   ASSERT_EQ(send(fd, half.data(), half.size(), 0), static_cast<ssize_t>(half.size()));
-  timeval tv{15, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   const auto t0 = std::chrono::steady_clock::now();
   char buf[4096];
   ssize_t n = 0;
