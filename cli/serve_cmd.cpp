@@ -1,5 +1,5 @@
 // akv serve [--model M] [--host H] [--port P] [--api-key-file F] [--parallel N]
-//           [--cache-budget BYTES] [--audit-log FILE] [--guard REGEX]... [--backend B] ...
+//           [--cache-budget BYTES] [--audit-log FILE] [--guard REGEX]... [--guard-command CMD] ...
 // OpenAI's chat completions API on akv's exact cache (spec/serving.md, docs/serving.md).
 #include <fmt/format.h>
 #include <signal.h>
@@ -89,9 +89,16 @@ Command add_serve(CLI::App& app) {
       ->check(decimal(1, 1u << 24));
   s->add_option("--audit-log", a->server.audit_log, "Append one JSON line per reply, before it completes (akv audit LOG replays it)")
       ->check(nonempty());
-  s->add_option("--guard", a->engine.guard_patterns,
+  s->add_option("--guard", a->engine.guard.patterns,
                 "A regular expression (ECMAScript); a tool result that matches one is evicted before generation and reported")
       ->check(nonempty());
+  s->add_option("--guard-command", a->engine.guard.command,
+                "A shell command run on each distinct tool result (on stdin): exit 1 flags it (evicted, reported), 0 passes it, "
+                "anything else fails the request (500 guard_failed)")
+      ->check(nonempty());
+  s->add_option("--guard-timeout", a->engine.guard.timeout_s, "Seconds the guard command may take on one tool result")
+      ->capture_default_str()
+      ->check(decimal(1, 3600));
   s->add_option("--timeout", a->server.read_timeout_s, "Seconds a client may stall while sending or receiving")
       ->capture_default_str()
       ->check(decimal(1, 3600));

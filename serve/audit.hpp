@@ -29,7 +29,8 @@ struct AuditReport {
 /// SHA-256 differs from the logged one, is a failure naming why. Throws Error(kBadInput) when
 /// the file cannot be read. Lines a kill cut are not replayed (cut_lines). The request is the
 /// logged bytes, checked against the logged SHA-256; the replay runs with the logged default
-/// max_tokens and guard, and the guard must flag the same messages.
+/// max_tokens and guard regexes, which must flag the same messages. A guard command is not
+/// re-run: its logged verdicts drop their messages, as an endpoint's evictions do.
 AuditReport replay_audit_log(const std::string& path, const std::string& model_override = "");
 
 }  // namespace akv::serve

@@ -105,15 +105,8 @@ std::string utf8_text(const std::string& bytes) {
 
 Engine::Engine(LoadedModel lm, std::unique_ptr<Backend> backend, EngineOptions opt)
     : lm_(std::move(lm)), backend_(std::move(backend)), desc_(backend_->describe()), opt_(std::move(opt)),
-      store_(opt_.cache_budget, bytes_per_token()) {
+      guard_(opt_.guard), store_(opt_.cache_budget, bytes_per_token()) {
   if (opt_.parallel < 1) throw Error(ErrorCode::kBadInput, "--parallel must be >= 1");
-  for (const std::string& p : opt_.guard_patterns) {
-    try {
-      guard_.emplace_back(p, std::regex::ECMAScript);
-    } catch (const std::regex_error& e) {
-      throw Error(ErrorCode::kBadInput, fmt::format("--guard: '{}' is not a regular expression ({})", p, e.what()));
-    }
-  }
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -158,6 +151,10 @@ std::shared_ptr<Generation> Engine::submit(ChatRequest req, const std::string& s
                             "model '{}' ({} tokens)",
                             tokens, prompt, lm_.name, ctx));
   if (req.max_tokens == 0) req.max_tokens = opt_.default_max_tokens;
+  g->guard_flags_.assign(req.conv.messages.size(), false);
+  if (guard_.active())
+    for (size_t i = 0; i < req.conv.messages.size(); ++i)
+      if (req.conv.messages[i].role == "tool") g->guard_flags_[i] = guard_.flags(req.conv.messages[i].content);
   g->sampler_ = std::make_unique<Sampler>(req.sampler);
   g->req_ = std::move(req);
   g->session_hint_ = session_id;
@@ -314,14 +311,11 @@ void Engine::prepare(const std::shared_ptr<Generation>& g) {
   for (size_t k = 0; k < g->spans_.size(); ++k) {
     const int m = g->span_message_[k];
     bool drop = m >= 0 && s->flagged.count(g->spans_[k]);
-    if (!drop && m >= 0 && g->req_.conv.messages[static_cast<size_t>(m)].role == "tool")
-      for (const std::regex& re : guard_)
-        if (std::regex_search(g->req_.conv.messages[static_cast<size_t>(m)].content, re)) {
-          drop = true;
-          st.guarded.push_back(static_cast<size_t>(m));
-          s->flagged.insert(g->spans_[k]);
-          break;
-        }
+    if (!drop && m >= 0 && g->guard_flags_[static_cast<size_t>(m)]) {
+      drop = true;
+      st.guarded.push_back(static_cast<size_t>(m));
+      s->flagged.insert(g->spans_[k]);
+    }
     if (drop) st.dropped.push_back(static_cast<size_t>(m));
     else want.push_back(g->spans_[k]);
   }

@@ -9,7 +9,6 @@
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <regex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -17,6 +16,7 @@
 #include "reference/backend.hpp"
 #include "reference/error.hpp"
 #include "serve/chat_request.hpp"
+#include "serve/guard.hpp"
 #include "serve/sampler.hpp"
 #include "serve/session_store.hpp"
 #include "verify/digest.hpp"
@@ -29,9 +29,9 @@ struct EngineOptions {
   size_t queue = 64;                       // requests waiting beyond those; more: 429 (SV6)
   size_t cache_budget = size_t{2} << 30;   // bytes of K/V kept by idle sessions (LRU)
   size_t default_max_tokens = 256;         // when a request names no max_tokens
-  /// The guard (SV7): a tool message whose content matches one of these is dropped from the
-  /// request (evicted from its session) and reported.
-  std::vector<std::string> guard_patterns;
+  /// The guard (SV7): a tool message it flags is dropped from the request (evicted from its
+  /// session) and reported.
+  GuardOptions guard;
 };
 
 /// What the engine did for one reply: the `akv` object of the response (SV3).
@@ -103,6 +103,7 @@ class Generation {
   ChatRequest req_;
   std::vector<std::vector<Token>> spans_;  // the request's spans (preamble first when any)
   std::vector<int> span_message_;          // message index of each span (-1: the preamble)
+  std::vector<bool> guard_flags_;          // per message: the guard flagged it (taken at submit)
   std::string session_hint_;
   ServedSession* session_ = nullptr;
   std::vector<std::vector<Token>> todo_;   // the new spans still to prefill at admission
@@ -131,7 +132,8 @@ class Engine {
   /// Queues `req` for the session named `session_id` ("" lets the engine pick the cached
   /// session sharing the longest prefix, or a new one). Throws, nothing queued:
   /// Error(kContextOverflow) with the counts; Error(kOutOfResources) when the queue is full
-  /// (429); Error(kInvalidToken) for a raw id outside the vocabulary.
+  /// (429); Error(kInvalidToken) for a raw id outside the vocabulary; GuardFailed when the
+  /// guard command fails. The guard runs here, on the caller's thread, not the scheduler's.
   std::shared_ptr<Generation> submit(ChatRequest req, const std::string& session_id);
 
   /// POST /v1/sessions/{id}/evict: evicts the session's spans of messages `indexes` (indexes
@@ -160,7 +162,7 @@ class Engine {
   std::unique_ptr<Backend> backend_;
   BackendDescription desc_;
   EngineOptions opt_;
-  std::vector<std::regex> guard_;
+  Guard guard_;
   SessionStore store_;
   // Guarded by mu_: the queue, the control requests (evict), stop.
   mutable std::mutex mu_;

@@ -35,6 +35,7 @@ void send_error(httplib::Response& res, int status, const std::string& message, 
 
 void send_akv_error(httplib::Response& res, const Error& e) {
   if (dynamic_cast<const SessionBusy*>(&e) != nullptr) return send_error(res, 409, e.what(), "invalid_request_error", "session_busy");
+  if (dynamic_cast<const GuardFailed*>(&e) != nullptr) return send_error(res, 500, e.what(), "server_error", "guard_failed");
   if (dynamic_cast<const UnsupportedMediaType*>(&e) != nullptr)
     return send_error(res, 415, e.what(), "invalid_request_error", "unsupported_media_type");
   switch (e.code()) {
@@ -119,6 +120,9 @@ struct InFlight {
   ~InFlight() { --n; }
 };
 
+constexpr const char* kRoutes =
+    "this server answers GET /health, GET /v1/models, POST /v1/chat/completions and POST /v1/sessions/{id}/evict";
+
 constexpr const char* kJsonOnly =
     "Content-Type: expected application/json (curl -d sends application/x-www-form-urlencoded: add -H 'Content-Type: "
     "application/json')";
@@ -197,7 +201,8 @@ void HttpServer::audit(const std::string& body, const std::string& model_sha, co
                                 {"seed", engine_.model().real ? json(nullptr) : json(engine_.model().seed)},
                                 {"sha256", model_sha.empty() ? json(nullptr) : json(model_sha)}}},
                      {"engine", {{"default_max_tokens", engine_.options().default_max_tokens},
-                                 {"guard", engine_.options().guard_patterns}}},
+                                 {"guard", engine_.options().guard.patterns},
+                                 {"guard_command", engine_.options().guard.command.empty() ? json(nullptr) : json(engine_.options().guard.command)}}},
                      {"akv", {{"version", akv_version()}, {"commit", akv_commit()}}},
                      {"backend", {{"name", d.name}, {"isa", d.isa}, {"threads", d.threads}}},
                      {"reply", {{"tokens", r.tokens}, {"finish_reason", r.finish_reason}, {"stats", akv_json(r.stats)}}}};
@@ -241,10 +246,25 @@ void HttpServer::routes() {
     else if (res.status == 413 && form) send_error(res, 415, kJsonOnly, "invalid_request_error", "unsupported_media_type");
     else if (res.status == 413) send_error(res, 413, "the body exceeds the limit of 8 MiB", "invalid_request_error", "body_too_large");
     else if (req.method.empty() || !std::set<std::string>{"GET", "POST", "HEAD"}.count(req.method))
-      send_error(res, res.status == 400 ? 405 : res.status, "this server answers GET /health, GET /v1/models, POST /v1/chat/completions and POST /v1/sessions/{id}/evict",
+      send_error(res, res.status == 400 ? 405 : res.status, kRoutes,
                  "invalid_request_error", "method_not_allowed");
     else send_error(res, res.status, fmt::format("HTTP error {}: the request line or headers are malformed or too long", res.status),
                     "invalid_request_error", "http_error");
+  });
+  // The methods no route has get 405. A body is read to its end first (a kept-alive
+  // connection stays in step); one without Content-Length or chunking is not waited for
+  // (cpp-httplib would read it until the client closed).
+  const auto not_allowed = [this](const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& read) {
+    if (has_body(req)) read([](const char*, size_t) { return true; });
+    if (!authorized(req)) return send_401(res);
+    send_error(res, 405, kRoutes, "invalid_request_error", "method_not_allowed");
+  };
+  http_->Put(".*", not_allowed);
+  http_->Patch(".*", not_allowed);
+  http_->Delete(".*", not_allowed);
+  http_->Options(".*", [this](const httplib::Request& req, httplib::Response& res) {
+    if (!authorized(req)) return send_401(res);
+    send_error(res, 405, kRoutes, "invalid_request_error", "method_not_allowed");
   });
   http_->Get("/health", [](const httplib::Request&, httplib::Response& res) {
     res.set_content(R"({"status":"ok"})", "application/json");

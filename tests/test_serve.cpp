@@ -1,6 +1,7 @@
 // akv serve (spec/serving.md): a reply is a function of the request, whatever the cache, the
 // batch or an earlier edit. Every server here listens on loopback on a free port, and every
 // request is bounded (max_tokens, a client timeout).
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <nlohmann/json.hpp>
@@ -25,6 +26,7 @@
 #include "reference/session.hpp"
 #include "serve/audit.hpp"
 #include "serve/chat_request.hpp"
+#include "serve/guard.hpp"
 #include "serve/http_server.hpp"
 #include "serve/sampler.hpp"
 #include "serve/session_store.hpp"
@@ -337,7 +339,7 @@ TEST(SV6_Errors, BytesThatAreNotUtf8InThePathOrTheSessionAreAnErrorNotACrash) {
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 400);
   EXPECT_NE(json::parse(r->body)["error"]["message"].get<std::string>().find("session id"), std::string::npos);
-  for (const std::string bad : {std::string("\xff\xfe"), std::string(129, 'a'), std::string("a b"), std::string("../x")}) {
+  for (const std::string& bad : {std::string("\xff\xfe"), std::string(129, 'a'), std::string("a b"), std::string("../x")}) {
     const Answer a = post(s, request_of(kPoisoned), bad);
     EXPECT_EQ(a.status, 400) << bad;
     EXPECT_NE(a.body["error"]["message"].get<std::string>().find("x-akv-session"), std::string::npos);
@@ -413,7 +415,7 @@ TEST(SV7_Guard, AFlaggedResultIsEvictedAndTheReplyIsTheColdOneWithoutIt) {
   // A pattern of the poisoned result's text flags it before generation.
   serve::EngineOptions eo;
   const std::string content = msgs[p]["content"];
-  eo.guard_patterns = {std::regex_replace(content.substr(0, 20), std::regex(R"([.*+?^${}()|\[\]\\])"), R"(\$&)")};
+  eo.guard.patterns = {std::regex_replace(content.substr(0, 20), std::regex(R"([.*+?^${}()|\[\]\\])"), R"(\$&)")};
   TestServer guarded(eo);
   const Answer g = post(guarded, request_of(all));
   ASSERT_EQ(g.status, 200) << g.body.dump();
@@ -423,6 +425,111 @@ TEST(SV7_Guard, AFlaggedResultIsEvictedAndTheReplyIsTheColdOneWithoutIt) {
   // The same server without a match keeps it.
   const Answer clean = post(guarded, request_of(without));
   EXPECT_EQ(clean.body["akv"]["guarded_messages"], json::array());
+}
+
+// A guard command in a folder of its own: flags (exit 1) a result that contains `needle`,
+// and counts its runs in dir/runs.
+struct GuardScript {
+  fs::path dir;
+  explicit GuardScript(const std::string& needle) {
+    dir = fs::temp_directory_path() / ("akv_test_guard_" + std::to_string(getpid()) + "_" + std::to_string(counter()++));
+    fs::create_directories(dir);
+    std::ofstream(dir / "needle") << needle << "\n";
+  }
+  ~GuardScript() { fs::remove_all(dir); }
+  std::string command() const {
+    return fmt::format("echo run >> '{0}/runs'; if grep -q -F -f '{0}/needle'; then exit 1; fi; exit 0", dir.string());
+  }
+  size_t runs() const {
+    std::ifstream f(dir / "runs");
+    size_t n = 0;
+    for (std::string l; std::getline(f, l);) ++n;
+    return n;
+  }
+  static int& counter() {
+    static int n = 0;
+    return n;
+  }
+};
+
+TEST(SV7_Guard, ACommandFlagsAResultAndTheReplyIsTheColdOneWithoutIt) {
+  const json conv = json::parse(test::slurp(test::example("ad01_banking_ut0_gpt4omini.json")));
+  const json& msgs = conv["messages"];
+  const size_t p = conv["poisoned"][0].get<size_t>();
+  json all = json::array(), without = json::array();
+  size_t tools = 0;
+  for (size_t i = 0; i <= p + 1 && i < msgs.size(); ++i) {
+    all.push_back(msgs[i]);
+    tools += msgs[i]["role"] == "tool";
+    if (i != p) without.push_back(msgs[i]);
+  }
+  ASSERT_GE(tools, 1u);
+  TestServer plain;
+  const Answer cold = post(plain, request_of(without), cold_session());
+  EXPECT_NE(reply_bits(post(plain, request_of(all), cold_session()).body), reply_bits(cold.body));  // the control
+
+  const GuardScript script(msgs[p]["content"].get<std::string>().substr(0, 24));
+  const fs::path log = script.dir / "audit.jsonl";
+  serve::EngineOptions eo;
+  eo.guard.command = script.command();
+  serve::ServerOptions so;
+  so.audit_log = log.string();
+  TestServer guarded(eo, so);
+  const Answer g = post(guarded, request_of(all));
+  ASSERT_EQ(g.status, 200) << g.body.dump();
+  EXPECT_EQ(g.body["akv"]["guarded_messages"], json::array({p}));
+  EXPECT_EQ(reply_bits(g.body), reply_bits(cold.body));
+  EXPECT_EQ(script.runs(), tools);  // once per tool result
+  // The next turn resends the results: their verdicts are kept, the command does not run again.
+  json next = all;
+  next.push_back({{"role", "user"}, {"content", "and now?"}});
+  const Answer g2 = post(guarded, request_of(next));
+  ASSERT_EQ(g2.status, 200) << g2.body.dump();
+  EXPECT_EQ(script.runs(), tools);
+  // The audit replays both replies with the command's logged verdicts.
+  const serve::AuditReport rep = serve::replay_audit_log(log.string());
+  for (const auto& l : rep.lines) EXPECT_TRUE(l.reproduced) << "line " << l.line << ": " << l.why;
+  EXPECT_EQ(rep.reproduced(), 2u);
+}
+
+TEST(SV7_Guard, AFailingCommandFailsTheRequestAndChangesNothing) {
+  const json msgs = {{{"role", "user"}, {"content", "look it up"}},
+                     {{"role", "assistant"}, {"content", "calling the tool"}},
+                     {{"role", "tool"}, {"content", "the result"}}};
+  struct Case {
+    std::string command;
+    std::string says;
+  };
+  for (const Case& c : {Case{"exit 3", "exit status 3"}, Case{"kill -9 $$", "signal 9"}, Case{"sleep 30", "no verdict within 1 s"}}) {
+    serve::EngineOptions eo;
+    eo.guard.command = c.command;
+    eo.guard.timeout_s = 1;
+    TestServer s(eo);
+    const auto t0 = std::chrono::steady_clock::now();
+    const Answer a = post(s, request_of(msgs));
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10)) << c.command;
+    EXPECT_EQ(a.status, 500) << c.command;
+    EXPECT_EQ(a.body["error"]["code"], "guard_failed") << a.body.dump();
+    EXPECT_NE(a.body["error"]["message"].get<std::string>().find(c.says), std::string::npos) << a.body.dump();
+    EXPECT_EQ(s.engine->load(), 0u);  // nothing queued
+    // A request without a tool result does not run the guard.
+    EXPECT_EQ(post(s, request_of(json::array({msgs[0]}))).status, 200) << c.command;
+  }
+}
+
+TEST(SV7_Guard, TheCommandSeesTheWholeResultAndMayIgnoreIt) {
+  // A command that never reads its stdin: the server neither blocks nor dies of SIGPIPE.
+  serve::Guard quits({{}, "exit 1", 5});
+  EXPECT_TRUE(quits.flags(std::string(size_t{4} << 20, 'a')));
+  serve::Guard passes({{}, "exit 0", 5});
+  EXPECT_FALSE(passes.flags(std::string(size_t{4} << 20, 'a')));
+  // One that reads it all gets every byte, NUL and invalid UTF-8 included.
+  const std::string bytes = std::string("a\0b\xff\xfe", 5) + std::string(200000, 'z');
+  serve::Guard counts({{}, fmt::format("test \"$(wc -c)\" -eq {} && exit 1; exit 0", bytes.size()), 5});
+  EXPECT_TRUE(counts.flags(bytes));
+  EXPECT_FALSE(counts.flags(bytes + "!"));
+  EXPECT_THROW(serve::Guard({{"("}, "", 5}), Error);
+  EXPECT_THROW(serve::Guard({{}, "exit 0", 0}), Error);
 }
 
 // ---- SV5: logprobs are of the model's distribution; greedy draws the top one
@@ -502,6 +609,61 @@ TEST(SV6_Errors, BadRequestsGetOpenAIErrorsNamingTheProblem) {
   ASSERT_TRUE(r);
   EXPECT_EQ(json::parse(r->body)["data"][0]["id"], "tiny");
   EXPECT_EQ(post(s, {{"messages", {ok}}, {"max_tokens", 2}}).status, 200);
+}
+
+// Everything a raw connection receives until the server closes it or its receive timeout passes.
+std::string read_all(int fd) {
+  std::string got;
+  char buf[4096];
+  for (ssize_t n; (n = recv(fd, buf, sizeof buf, 0)) > 0;) got.append(buf, static_cast<size_t>(n));
+  return got;
+}
+
+TEST(SV6_Errors, OtherMethodsAre405AtOnceAndTheirBodyIsNeverARequest) {
+  TestServer s;
+  httplib::Client c = s.client();
+  for (const char* m : {"PUT", "DELETE", "PATCH", "OPTIONS", "TRACE", "FOO"}) {
+    httplib::Request hr;
+    hr.method = m;
+    hr.path = "/v1/chat/completions";
+    auto r = c.send(hr);
+    ASSERT_TRUE(r) << m;
+    EXPECT_EQ(r->status, 405) << m;
+    EXPECT_EQ(json::parse(r->body)["error"]["code"], "method_not_allowed") << m << " " << r->body;
+  }
+  // A PUT without Content-Length is answered at once, not when the client gives up.
+  int fd = loopback_socket(s.port, 3);
+  ASSERT_GE(fd, 0);
+  const std::string put = "PUT /v1/chat/completions HTTP/1.1\r\nHost: x\r\n\r\n";
+  ASSERT_EQ(send(fd, put.data(), put.size(), MSG_NOSIGNAL), static_cast<ssize_t>(put.size()));
+  const auto t0 = std::chrono::steady_clock::now();
+  char buf[512];
+  const ssize_t n = recv(fd, buf, sizeof buf, 0);
+  EXPECT_GT(n, 0);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2));
+  EXPECT_EQ(std::string(buf, n > 12 ? 12 : 0), "HTTP/1.1 405");
+  close(fd);
+  // A PUT whose body is a request: that request is never answered; the next one on the
+  // kept-alive connection is. (cpp-httplib answers no pipelined request: each is sent after
+  // the previous reply.)
+  fd = loopback_socket(s.port, 3);
+  ASSERT_GE(fd, 0);
+  const std::string hidden = "GET /health HTTP/1.1\r\nHost: x\r\n\r\n";
+  const std::string with_body = fmt::format("PUT /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\n\r\n{}", hidden.size(), hidden);
+  ASSERT_EQ(send(fd, with_body.data(), with_body.size(), MSG_NOSIGNAL), static_cast<ssize_t>(with_body.size()));
+  std::string first;
+  while (first.find("invalid_request_error\"}}") == std::string::npos) {
+    const ssize_t k = recv(fd, buf, sizeof buf, 0);
+    if (k <= 0) break;
+    first.append(buf, static_cast<size_t>(k));
+  }
+  EXPECT_EQ(first.rfind("HTTP/1.1 405", 0), 0u) << first;
+  const std::string next = "GET /v1/models HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+  ASSERT_EQ(send(fd, next.data(), next.size(), MSG_NOSIGNAL), static_cast<ssize_t>(next.size()));
+  const std::string got = read_all(fd);
+  close(fd);
+  EXPECT_NE(got.find("\"object\":\"list\""), std::string::npos) << got;  // /v1/models answered
+  EXPECT_EQ(got.find("\"status\":\"ok\""), std::string::npos) << got;    // the body's /health not
 }
 
 TEST(SV6_Errors, TooManyRequestsGet429WithRetryAfter) {
