@@ -1,4 +1,4 @@
-// Typed errors of every akv operation (spec/operations.md O-ERR).
+// Typed errors of every akv operation (spec/operations.md O6).
 // An operation that throws akv::Error leaves its object bitwise unchanged.
 #pragma once
 #include <stdexcept>

@@ -1,6 +1,6 @@
 // Every spec clause is named by a test, every test names a clause that exists, every clause
-// id a code comment cites exists, and every Markdown file a comment or a link names is in the
-// repository (spec/README.md).
+// id a code comment cites exists, spec/README.md's index lists each file's clauses, and every
+// Markdown file a comment or a link names is in the repository (spec/README.md).
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -60,7 +60,7 @@ std::set<std::string> named_by_tests() {
 // a script (#). Build trees are skipped.
 std::vector<std::pair<fs::path, bool>> commented_sources() {
   std::vector<std::pair<fs::path, bool>> out;
-  for (const char* dir : {"reference", "optimized", "verify", "gate", "leakage", "bench", "cli", "readers", "tests", "fuzz", "scripts", "include", "plugins",
+  for (const char* dir : {"reference", "optimized", "verify", "gate", "leakage", "bench", "cli", "readers", "serve", "tests", "fuzz", "scripts", "include", "plugins",
                           "examples", "cmake"}) {
     const fs::path root = fs::path(AKV_SOURCE_DIR) / dir;
     if (!fs::exists(root)) continue;
@@ -184,4 +184,37 @@ TEST(Spec_Coverage, MarkdownFilesNamedExist) {
       }
   }
   EXPECT_GE(seen, 50u) << "the scan found too few Markdown references: is it broken?";
+}
+
+// spec/README.md's table gives each file's clause ids as ranges ("F1-F8, Q1-Q6") or "(maps)"
+// for a file without clauses: they must be exactly the ids the file defines, and every file
+// that defines clauses has a row.
+TEST(Spec_Coverage, TheIndexListsEachFilesClauses) {
+  std::map<std::string, std::set<std::string>> defined;
+  for (const auto& [id, c] : clauses()) defined[c.file].insert(id);
+  ASSERT_GE(defined.size(), 5u);
+  const std::regex row(R"(^\| \[([A-Za-z0-9_-]+\.md)\]\([^)]*\) \| ([^|]*) \|)");
+  const std::regex range(R"(^([A-Z]{1,3})([0-9]+)(?:-([A-Z]{1,3})([0-9]+))?$)");
+  std::set<std::string> rows;
+  std::stringstream s(read_text(fs::path(AKV_SOURCE_DIR) / "spec" / "README.md"));
+  for (std::string line; std::getline(s, line);) {
+    std::smatch m;
+    if (!std::regex_search(line, m, row)) continue;
+    const std::string file = m[1], ranges = m[2];
+    rows.insert(file);
+    std::set<std::string> listed;
+    std::stringstream parts(ranges);
+    for (std::string part; std::getline(parts, part, ',');) {
+      part.erase(0, part.find_first_not_of(' '));
+      part.erase(part.find_last_not_of(' ') + 1);
+      if (part == "(maps)") continue;
+      std::smatch r;
+      ASSERT_TRUE(std::regex_match(part, r, range)) << "spec/README.md, " << file << ": '" << part << "' is not an id or a range of ids";
+      const int lo = std::stoi(r[2]), hi = r[4].matched ? std::stoi(r[4]) : lo;
+      EXPECT_TRUE(!r[3].matched || r[3] == r[1]) << file << ": " << part << " spans two prefixes";
+      for (int i = lo; i <= hi; ++i) listed.insert(r[1].str() + std::to_string(i));
+    }
+    EXPECT_EQ(listed, defined[file]) << "spec/README.md lists other clauses for " << file << " than it defines";
+  }
+  for (const auto& [file, ids] : defined) EXPECT_TRUE(rows.count(file)) << "spec/README.md has no row for " << file;
 }

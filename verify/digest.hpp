@@ -41,7 +41,7 @@ std::string cache_prefix_sha256(const KVCache& cache, size_t n);
 
 /// SHA-256 of a session's whole observable state: cache bytes, token and span ids of every
 /// entry, the span table, the evicted set, the next-token logits and the recompute counter.
-/// Equal before and after a failed operation (O-ERR).
+/// Equal before and after a failed operation (O6).
 std::string session_state_sha256(const Session& s);
 
 }  // namespace akv

@@ -107,7 +107,7 @@ class CudaBackend final : public Backend {
   }
 
  private:
-  // G9: device rows [0, mirror_n_) equal the host rows of *mirror_of_ as this backend last left
+  // G8: device rows [0, mirror_n_) equal the host rows of *mirror_of_ as this backend last left
   // them. They are trusted for the same cache object whose write counter has not moved (only
   // truncation happened since: the Session's eviction); anything else re-uploads.
   void sync_mirror(const KVCache& cache) {

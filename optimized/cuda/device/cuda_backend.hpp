@@ -12,7 +12,7 @@ int cuda_device_count();
 
 /// The CUDA backend on device `device`. Weights, the one RoPE table (M6, copied bit for bit)
 /// and a mirror of the KV cache live on the device; the host KVCache stays the source of truth
-/// (G9). Throws std::runtime_error when the device cannot be used.
+/// (G8). Throws std::runtime_error when the device cannot be used.
 std::unique_ptr<Backend> make_cuda_backend(std::shared_ptr<const Model> model, int device = 0);
 
 }  // namespace akv
