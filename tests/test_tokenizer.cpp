@@ -63,7 +63,7 @@ const BpeTokenizer& tiny() {
 
 // The pieces of the smollm pre-tokenizer (T3).
 std::vector<std::string> pieces(std::string_view text) {
-  static const SmolLMPreTokenizer p;
+  static const PreTokenizerSplitter p(PreTokenizer::kSmolLM);
   std::vector<std::string_view> out;
   p.split(text, out);
   return {out.begin(), out.end()};
