@@ -30,8 +30,8 @@ struct LlamaCppText {
   std::vector<std::pair<size_t, std::string>> surrogates;  // (offset in text, the 3 bytes ED xx xx)
 };
 
-/// Reads `bytes` as llama.cpp 0.3.36's unicode_cpts_from_utf8 does (T10): a lead byte C0-DF,
-/// E0-EF or F0-F7 followed by 1, 2 or 3 bytes 80-BF is one code point, overlong forms included
+/// Reads `bytes` as llama.cpp 0.3.36's unicode_cpts_from_utf8 does (T10): a lead byte 0xC0-0xDF,
+/// 0xE0-0xEF or 0xF0-0xF7 followed by 1, 2 or 3 bytes 0x80-0xBF is one code point, overlong forms included
 /// (written in shortest form); a surrogate is kept (as U+FFFD in `text`, its bytes in
 /// `surrogates`); a code point above U+10FFFF (llama.cpp aborts on it) and every byte that
 /// starts no such sequence become U+FFFD, one per byte. Never throws.
