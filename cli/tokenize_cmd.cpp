@@ -1,13 +1,24 @@
 // akv tokenize FILE [--model M] [--json]
+// akv tokenize FILE... --vocab VOCAB.gguf [--json]
 // The ids a model's encoder gives a conversation, span by span (spec/tokenizer.md, spec/input.md
 // IN1): what the witness appends, so another implementation can be fed exactly the same ids.
+// With --vocab, the ids a GGUF file's tokenizer alone gives each FILE's bytes as plain text
+// (spec/tokenizer.md T9-T11): a vocab-only file has no weights, and no chat template is applied.
+#include <cerrno>
+#include <cstring>
+#include <fstream>
 #include <iostream>
+#include <iterator>
 #include <memory>
 
 #include "cli/commands.hpp"
 #include "cli/options.hpp"
 #include "cli/shared_options.hpp"
 #include "readers/conversation/chat_parse.hpp"
+#include "readers/gguf/gguf.hpp"
+#include "readers/tokenizer/bpe_tokenizer.hpp"
+#include "reference/error.hpp"
+#include "reference/strict.hpp"
 #include "verify/models.hpp"
 #include "verify/witness.hpp"
 
@@ -15,14 +26,54 @@ namespace akv::cli {
 
 namespace {
 struct TokenizeArgs {
-  std::string file;
+  std::vector<std::string> files;
   std::string model = "smollm2";
+  std::string vocab;
   uint64_t seed = 1;
   bool json = false;
 };
 
+// The bytes of `path`, whatever they are (T5, T10 say how invalid UTF-8 is read).
+std::string read_bytes(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw Error(ErrorCode::kBadInput, printable(path, 200) + ": cannot open (" + std::strerror(errno) + ")");
+  std::string s((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  if (f.bad()) throw Error(ErrorCode::kBadInput, printable(path, 200) + ": cannot read");
+  return s;
+}
+
+// --vocab: each FILE's bytes tokenized as text by the file's tokenizer alone (T9-T11).
+int run_tokenize_text(const TokenizeArgs& a) {
+  const model::GgufFile g = model::GgufFile::open(a.vocab);
+  const model::BpeTokenizer tok = model::BpeTokenizer::from_gguf(g);
+  const std::string pre(g.get_string("tokenizer.ggml.pre"));
+  nlohmann::json texts = nlohmann::json::array();
+  std::string out;
+  for (const std::string& file : a.files) {
+    const std::vector<Token> ids = tok.encode(read_bytes(file));
+    if (a.json) {
+      texts.push_back({{"file", file}, {"tokens", ids}});
+      continue;
+    }
+    out += file + ": " + std::to_string(ids.size()) + " tokens:";
+    for (Token t : ids) out += " " + std::to_string(t);
+    out += "\n";
+  }
+  if (a.json) {
+    print_json({{"vocab", a.vocab}, {"pre", pre}, {"vocab_size", tok.vocab_size()}, {"texts", texts}});
+    return 0;
+  }
+  std::cout << "vocab " << a.vocab << " (pre-tokenizer " << pre << ", " << tok.vocab_size() << " tokens)\n" << out << std::flush;
+  return 0;
+}
+
 int run_tokenize(const TokenizeArgs& a) {
-  const Conversation conv = load_conversation(a.file);
+  if (!a.vocab.empty()) return run_tokenize_text(a);
+  if (a.files.size() != 1)
+    throw Error(ErrorCode::kBadInput, "tokenize: one conversation FILE, " + std::to_string(a.files.size()) +
+                                          " given (several FILEs are text, with --vocab)");
+  const std::string& file = a.files[0];
+  const Conversation conv = load_conversation(file);
   const LoadedModel lm = load_model(a.model, a.seed);
   const EncodedConversation enc = lm.encoder->encode(conv);
   nlohmann::json spans = nlohmann::json::array();
@@ -33,10 +84,10 @@ int run_tokenize(const TokenizeArgs& a) {
     all.insert(all.end(), enc.spans[i].begin(), enc.spans[i].end());
   }
   if (a.json) {
-    print_json({{"file", a.file}, {"model", lm.name}, {"encoder", lm.encoder->name()}, {"tokens", all}, {"spans", spans}});
+    print_json({{"file", file}, {"model", lm.name}, {"encoder", lm.encoder->name()}, {"tokens", all}, {"spans", spans}});
     return 0;
   }
-  std::string out = a.file + ": " + std::to_string(all.size()) + " tokens, model " + lm.name + " (" + lm.encoder->name() + ")\n";
+  std::string out = file + ": " + std::to_string(all.size()) + " tokens, model " + lm.name + " (" + lm.encoder->name() + ")\n";
   if (!enc.preamble.empty()) out += "preamble: " + lm.encoder->render(enc.preamble) + "\n";
   for (size_t i = 0; i < enc.spans.size(); ++i)
     out += "message " + std::to_string(i) + " (" + std::to_string(enc.spans[i].size()) + " tokens): " +
@@ -49,10 +100,18 @@ int run_tokenize(const TokenizeArgs& a) {
 Command add_tokenize(CLI::App& app) {
   auto a = std::make_shared<TokenizeArgs>();
   auto* t = app.add_subcommand("tokenize", "Print the token ids of a conversation under a model's tokenizer and chat template");
-  t->add_option("FILE", a->file, "Conversation: OpenAI chat JSON")->required()->check(nonempty());
+  t->add_option("FILE", a->files, "Conversation: OpenAI chat JSON; with --vocab, text files (their bytes)")
+      ->required()
+      ->check(nonempty());
   add_model_option(t, a->model);
+  t->add_option("--vocab", a->vocab,
+                "A GGUF file's tokenizer alone (no weights needed: llama.cpp's vocab-only files; "
+                "tokenizer.ggml.model gpt2, pre-tokenizer " + std::string(model::pre_tokenizer_names()) +
+                "): tokenize each FILE's bytes as text, no chat template")
+      ->check(nonempty())
+      ->excludes(t->get_option("--model"));
   t->add_option("--seed", a->seed, "Weight seed (synthetic models)")->capture_default_str()->check(decimal(0, UINT64_MAX));
-  t->add_flag("--json", a->json, "Print one JSON object: tokens and spans");
+  t->add_flag("--json", a->json, "Print one JSON object: tokens and spans (with --vocab: each file's tokens)");
   return {t, [a] { return run_tokenize(*a); }};
 }
 

@@ -63,7 +63,7 @@ const BpeTokenizer& tiny() {
 
 // The pieces of the smollm pre-tokenizer (T3).
 std::vector<std::string> pieces(std::string_view text) {
-  static const SmolLMPreTokenizer p;
+  static const PreTokenizerSplitter p(PreTokenizer::kSmolLM);
   std::vector<std::string_view> out;
   p.split(text, out);
   return {out.begin(), out.end()};
@@ -166,7 +166,7 @@ TEST(T1_Vocabulary, FromGgufBadKeysAreOneLineBadModel) {
   auto open = [](std::vector<uint8_t> b) { return [b] { BpeTokenizer::from_gguf(GgufFile::parse(b, "t.gguf")); }; };
   expect_bad_model(open(tiny_gguf({kv_str("tokenizer.ggml.model", "llama")})),
                    "t.gguf: metadata 'tokenizer.ggml.model': 'llama' is not supported");
-  expect_bad_model(open(tiny_gguf({kv_str("tokenizer.ggml.pre", "qwen2")})), "t.gguf: tokenizer: pre-tokenizer: 'qwen2'");
+  expect_bad_model(open(tiny_gguf({kv_str("tokenizer.ggml.pre", "qwen35")})), "t.gguf: tokenizer: pre-tokenizer: 'qwen35'");
   expect_bad_model(open(tiny_gguf({}, {"tokenizer.ggml.merges"})), "'tokenizer.ggml.merges': missing");
   expect_bad_model(open(tiny_gguf({{"tokenizer.ggml.merges", 9, array_value(8, 0, {})}})), "merges: no merges");
   expect_bad_model(open(tiny_gguf({{"tokenizer.ggml.merges", 9, array_value(4, 1, Writer{}.put<uint32_t>(7).b)}})),

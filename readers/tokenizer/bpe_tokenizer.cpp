@@ -91,9 +91,10 @@ BpeTokenizer::BpeTokenizer(std::vector<std::string> tokens, const std::vector<st
                            std::vector<int32_t> types, std::string_view pre, std::optional<Token> bos,
                            std::optional<Token> eos, const std::string& source)
     : tokens_(std::move(tokens)), bos_(bos), eos_(eos) {
-  if (pre != "smollm")
-    bad(source, "pre-tokenizer", "'" + std::string(pre).substr(0, 60) + "' is not supported (akv knows: smollm)");
-  pre_ = PreTokenizer::kSmolLM;
+  const std::optional<PreTokenizer> kind = find_pre_tokenizer(pre);
+  if (!kind)
+    bad(source, "pre-tokenizer", quoted(pre) + " is not supported (akv knows: " + pre_tokenizer_names() + ")");
+  pre_ = *kind;
   if (tokens_.empty()) bad(source, "tokens", "the vocabulary is empty");
   if (tokens_.size() > static_cast<size_t>(std::numeric_limits<Token>::max()))
     bad(source, "tokens", std::to_string(tokens_.size()) + " tokens, more than 2^31 - 1");
@@ -124,7 +125,8 @@ BpeTokenizer::BpeTokenizer(std::vector<std::string> tokens, const std::vector<st
     bytes_.push_back(is_special(static_cast<Token>(i)) ? t : token_bytes(t, byte_of));
   }
   for (int b = 0; b < 256; ++b) {
-    const auto it = index_.find(byte_level_char(static_cast<uint8_t>(b)));
+    byte_chars_[b] = byte_level_char(static_cast<uint8_t>(b));
+    const auto it = index_.find(byte_chars_[b]);
     byte_token_[b] = it == index_.end() ? -1 : it->second;
   }
 
@@ -149,7 +151,7 @@ BpeTokenizer::BpeTokenizer(std::vector<std::string> tokens, const std::vector<st
     if (id && (*id < 0 || *id >= vocab_size()))
       bad(source, std::string(name) + "_token_id", std::to_string(*id) + " is outside the vocabulary [0, " +
                                                        std::to_string(vocab_size()) + ")");
-  pre_split_ = std::make_shared<const SmolLMPreTokenizer>();
+  pre_split_ = std::make_shared<const PreTokenizerSplitter>(pre_);
 }
 
 std::optional<Token> BpeTokenizer::find(std::string_view text) const {
@@ -217,8 +219,42 @@ void BpeTokenizer::encode_valid(std::string_view text, std::vector<Token>& out) 
   for (std::string_view p : pieces) bpe(p, out);
 }
 
+// llama.cpp's reading (T10): the whole input read as its decoder does, pre-tokenized as one
+// text (T9), each piece's bytes (a surrogate's own three) merged, or under llama-bpe a piece
+// that is a normal token as a whole taken as that token (llama.cpp's ignore_merges).
+void BpeTokenizer::encode_like_llama_cpp(std::string_view bytes, std::vector<Token>& out) const {
+  const LlamaCppText r = read_like_llama_cpp(bytes);
+  std::vector<std::string_view> pieces;
+  pre_split_->split(r.text, pieces);
+  auto sur = r.surrogates.begin();
+  std::string piece_bytes, level;
+  for (std::string_view p : pieces) {
+    const size_t begin = static_cast<size_t>(p.data() - r.text.data()), end = begin + p.size();
+    std::string_view piece = p;
+    if (sur != r.surrogates.end() && sur->first < end) {
+      piece_bytes.assign(p);
+      for (; sur != r.surrogates.end() && sur->first < end; ++sur) piece_bytes.replace(sur->first - begin, 3, sur->second);
+      piece = piece_bytes;
+    }
+    if (pre_ == PreTokenizer::kLlama3) {
+      level.clear();
+      for (char c : piece) level += byte_chars_[static_cast<uint8_t>(c)];
+      const auto it = index_.find(level);
+      if (it != index_.end() && !is_special(it->second)) {
+        out.push_back(it->second);
+        continue;
+      }
+    }
+    bpe(piece, out);
+  }
+}
+
 std::vector<Token> BpeTokenizer::encode(std::string_view text) const {
   std::vector<Token> out;
+  if (reads_like_llama_cpp(pre_)) {
+    encode_like_llama_cpp(text, out);
+    return out;
+  }
   split_utf8(text, [&](std::string_view run, bool valid) {
     if (valid) {
       encode_valid(run, out);

@@ -1,6 +1,7 @@
 // Byte-level BPE, as GPT-2 and Hugging Face `tokenizers` define it, with SmolLM2's pre-tokenizer
-// (spec/tokenizer.md T1-T6). Built from plain vectors (tokens, merges, token types) or from a
-// GGUF file's tokenizer metadata; immutable once built, so one instance serves every thread.
+// (spec/tokenizer.md T1-T6), or as llama.cpp runs it for Llama 3 and Qwen2 vocabularies (T9,
+// T10). Built from plain vectors (tokens, merges, token types) or from a GGUF file's tokenizer
+// metadata; immutable once built, so one instance serves every thread.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -29,7 +30,7 @@ class BpeTokenizer {
  public:
   /// Builds a tokenizer (T1). `tokens[i]` is token i's text in the byte-level alphabet (T2);
   /// `merges` are "LEFT RIGHT" in rank order (rank = index); `types` are TokenType values, one per
-  /// token, or empty (all normal); `pre` names the pre-tokenizer ("smollm"). `bos`/`eos` are
+  /// token, or empty (all normal); `pre` names the pre-tokenizer ("smollm", "llama-bpe", "qwen2"). `bos`/`eos` are
   /// optional ids. Throws Error(kBadModel) with one line `SOURCE: FIELD: problem` (`source` names
   /// the file) when: there are no tokens or more than 2^31 - 1; a token repeats another or is
   /// not valid UTF-8; types and tokens differ in count or a type is outside 0..6; there are no
@@ -56,9 +57,12 @@ class BpeTokenizer {
   /// tokenizer_config.json). Throws Error(kBadModel) `PATH: FIELD: problem` otherwise.
   static BpeTokenizer from_tokenizer_json(const std::string& path);
 
-  /// Text -> ids (T3-T6): invalid UTF-8 bytes split off as their own pieces (T5), each valid run
-  /// pre-tokenized (T3) and each piece merged by rank (T4). Special-token text stays text: the
-  /// result never holds a control token unless a merge makes one. Never throws for any bytes.
+  /// Text -> ids. smollm (T3-T6): invalid UTF-8 bytes split off as their own pieces (T5), each
+  /// valid run pre-tokenized (T3) and each piece merged by rank (T4). llama-bpe, qwen2 (T9, T10):
+  /// the bytes read as llama.cpp reads them, pre-tokenized by its pattern, each piece merged by
+  /// rank (T4), under llama-bpe a piece that is a normal token as a whole taken as is. Special-
+  /// and user-defined-token text stays text (T6): the result never holds a control or
+  /// user-defined token unless a merge makes one. Never throws for any bytes.
   std::vector<Token> encode(std::string_view text) const;
 
   /// Ids -> bytes (T6): each token's bytes (normal tokens through the inverse of T2; control and
@@ -88,6 +92,7 @@ class BpeTokenizer {
   };
   void bpe(std::string_view piece, std::vector<Token>& out) const;
   void encode_valid(std::string_view text, std::vector<Token>& out) const;
+  void encode_like_llama_cpp(std::string_view bytes, std::vector<Token>& out) const;
 
   std::vector<std::string> tokens_;
   std::vector<TokenType> types_;
@@ -95,9 +100,10 @@ class BpeTokenizer {
   std::unordered_map<std::string, Token> index_;  // text -> id
   std::unordered_map<uint64_t, Merge> merges_;  // (left << 32 | right) -> rank, result
   Token byte_token_[256];                       // -1: no token for this byte
+  std::string byte_chars_[256];                 // byte_level_char(b) (T2)
   std::optional<Token> bos_, eos_;
   PreTokenizer pre_ = PreTokenizer::kSmolLM;
-  std::shared_ptr<const SmolLMPreTokenizer> pre_split_;  // compiled PCRE2 patterns (T3)
+  std::shared_ptr<const PreTokenizerSplitter> pre_split_;  // compiled PCRE2 patterns (T3, T9)
 };
 
 }  // namespace akv::model

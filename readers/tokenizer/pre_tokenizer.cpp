@@ -83,21 +83,106 @@ class Regex {
 
 }  // namespace
 
-struct SmolLMPreTokenizer::Patterns {
-  // Digits(individual_digits=true): every character of general category N is a piece (Rust's
-  // char::is_numeric is Nd | Nl | No, PCRE2's \p{N}).
-  Regex digits{R"(\p{N})"};
-  // ByteLevel(use_regex=true): GPT-2's pattern, as Hugging Face tokenizers spells it.
-  Regex gpt2{R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)"};
+// llama.cpp's whitespace is Unicode's White_Space property: tab to carriage return, U+0085 and
+// the separators (general category Z). PCRE2's UCP \s (and \p{Xsp}) also takes U+180E
+// (MONGOLIAN VOWEL SEPARATOR, through \h), so the llama.cpp patterns below spell \s as
+// [\t-\r\x{85}\p{Z}], each a single class, so that a long run needs no backtracking stack (T9).
+#define AKV_WS R"([\t-\r\x{85}\p{Z}])"
+#define AKV_NOT_WS R"([^\t-\r\x{85}\p{Z}])"
+#define AKV_PUNCT R"([^\t-\r\x{85}\p{Z}\p{L}\p{N}])"
+#define AKV_LLAMA_PATTERN(DIGITS)                                                                     \
+  R"((?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|)" DIGITS \
+  "| ?" AKV_PUNCT R"(+[\r\n]*|)" AKV_WS R"(*[\r\n]+|)" AKV_WS "+(?!" AKV_NOT_WS ")|" AKV_WS "+"
+
+// llama.cpp's LLAMA_VOCAB_PRE_TYPE_LLAMA3 and _QWEN2 patterns (src/llama-vocab.cpp), which
+// differ in the digits alone: runs of 1-3 against single digits.
+const char* const kLlama3Pattern = AKV_LLAMA_PATTERN(R"(\p{N}{1,3})");
+const char* const kQwen2Pattern = AKV_LLAMA_PATTERN(R"(\p{N})");
+#undef AKV_WS
+#undef AKV_NOT_WS
+#undef AKV_PUNCT
+
+#undef AKV_LLAMA_PATTERN
+
+struct PreTokenizerSplitter::Patterns {
+  explicit Patterns(PreTokenizer kind)
+      : first(kind == PreTokenizer::kSmolLM ? R"(\p{N})" : kind == PreTokenizer::kLlama3 ? kLlama3Pattern : kQwen2Pattern) {
+    if (kind == PreTokenizer::kSmolLM) gpt2 = std::make_unique<Regex>(kGpt2Pattern);
+  }
+  // smollm: Digits(individual_digits=true), every character of general category N a piece
+  // (Rust's char::is_numeric is Nd | Nl | No, PCRE2's \p{N}); llama-bpe, qwen2: the one pattern.
+  Regex first;
+  // smollm's ByteLevel(use_regex=true): GPT-2's pattern, as Hugging Face tokenizers spells it.
+  static constexpr const char* kGpt2Pattern = R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
+  std::unique_ptr<Regex> gpt2;
 };
 
-SmolLMPreTokenizer::SmolLMPreTokenizer() : p_(std::make_unique<Patterns>()) {}
-SmolLMPreTokenizer::~SmolLMPreTokenizer() = default;
+std::optional<PreTokenizer> find_pre_tokenizer(std::string_view name) {
+  if (name == "smollm") return PreTokenizer::kSmolLM;
+  if (name == "llama-bpe") return PreTokenizer::kLlama3;
+  if (name == "qwen2") return PreTokenizer::kQwen2;
+  return std::nullopt;
+}
 
-void SmolLMPreTokenizer::split(std::string_view text, std::vector<std::string_view>& out) const {
+const char* pre_tokenizer_names() { return "smollm, llama-bpe, qwen2"; }
+
+PreTokenizerSplitter::PreTokenizerSplitter(PreTokenizer kind) : kind_(kind), p_(std::make_unique<Patterns>(kind)) {}
+PreTokenizerSplitter::~PreTokenizerSplitter() = default;
+
+void PreTokenizerSplitter::split(std::string_view text, std::vector<std::string_view>& out) const {
+  if (!p_->gpt2) {
+    p_->first.isolate(text, out);
+    return;
+  }
   std::vector<std::string_view> first;
-  p_->digits.isolate(text, first);
-  for (std::string_view piece : first) p_->gpt2.isolate(piece, out);
+  p_->first.isolate(text, first);
+  for (std::string_view piece : first) p_->gpt2->isolate(piece, out);
+}
+
+LlamaCppText read_like_llama_cpp(std::string_view bytes) {
+  LlamaCppText r;
+  r.text.reserve(bytes.size());
+  const auto at = [&](size_t k) { return static_cast<uint32_t>(static_cast<uint8_t>(bytes[k])); };
+  const auto cont = [&](size_t k) { return k < bytes.size() && (at(k) & 0xC0) == 0x80; };
+  static const char kReplacement[] = "\xEF\xBF\xBD";  // U+FFFD
+  for (size_t i = 0; i < bytes.size();) {
+    const uint32_t b = at(i);
+    size_t n = 0;
+    uint32_t cp = 0;
+    if (b < 0x80) n = 1, cp = b;
+    else if (b >= 0xC0 && b <= 0xDF && cont(i + 1)) n = 2, cp = ((b & 0x1F) << 6) | (at(i + 1) & 0x3F);
+    else if (b >= 0xE0 && b <= 0xEF && cont(i + 1) && cont(i + 2))
+      n = 3, cp = ((b & 0x0F) << 12) | ((at(i + 1) & 0x3F) << 6) | (at(i + 2) & 0x3F);
+    else if (b >= 0xF0 && b <= 0xF7 && cont(i + 1) && cont(i + 2) && cont(i + 3))
+      n = 4, cp = ((b & 0x07) << 18) | ((at(i + 1) & 0x3F) << 12) | ((at(i + 2) & 0x3F) << 6) | (at(i + 3) & 0x3F);
+    if (n == 0 || cp > 0x10FFFF) {  // no sequence, or one llama.cpp cannot write back: U+FFFD per byte
+      r.text += kReplacement;
+      ++i;
+      continue;
+    }
+    if (cp >= 0xD800 && cp <= 0xDFFF) {
+      r.surrogates.emplace_back(r.text.size(), std::string{static_cast<char>(0xE0 | (cp >> 12)),
+                                                           static_cast<char>(0x80 | ((cp >> 6) & 0x3F)),
+                                                           static_cast<char>(0x80 | (cp & 0x3F))});
+      r.text += kReplacement;
+    } else if (cp < 0x80) {
+      r.text += static_cast<char>(cp);
+    } else if (cp < 0x800) {
+      r.text += static_cast<char>(0xC0 | (cp >> 6));
+      r.text += static_cast<char>(0x80 | (cp & 0x3F));
+    } else if (cp < 0x10000) {
+      r.text += static_cast<char>(0xE0 | (cp >> 12));
+      r.text += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+      r.text += static_cast<char>(0x80 | (cp & 0x3F));
+    } else {
+      r.text += static_cast<char>(0xF0 | (cp >> 18));
+      r.text += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+      r.text += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+      r.text += static_cast<char>(0x80 | (cp & 0x3F));
+    }
+    i += n;
+  }
+  return r;
 }
 
 }  // namespace akv::model
