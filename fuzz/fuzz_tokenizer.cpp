@@ -1,6 +1,6 @@
 // libFuzzer target for the byte-level BPE tokenizer and the ChatML encoder (spec/tokenizer.md
 // T3-T6, CT3; docs/fuzzing.md). The tokenizer is the real model's when its GGUF is found
-// ($AKV_FUZZ_MODEL, else $AKV_MODELS or ~/.cache/akv/models/SmolLM2-135M-Instruct.Q4_1.gguf),
+// ($AKV_FUZZ_MODEL, else $AKV_MODELS or ${XDG_CACHE_HOME:-~/.cache}/akv/models/SmolLM2-135M-Instruct.Q4_1.gguf),
 // else a small built-in vocabulary (every byte, a few merges, the ChatML specials). For any
 // bytes: encode returns (never throws) ids inside the vocabulary, none of them special;
 // decoding them gives the input with the bytes that have no token removed (T4, T5); a one-message
@@ -35,7 +35,8 @@ std::string model_path() {
   if (const char* p = std::getenv("AKV_FUZZ_MODEL")) return p;
   std::string dir;
   if (const char* m = std::getenv("AKV_MODELS")) dir = m;
-  else if (const char* h = std::getenv("HOME")) dir = std::string(h) + "/.cache/akv/models";
+  else if (const char* x = std::getenv("XDG_CACHE_HOME"); x != nullptr && *x != '\0') dir = std::string(x) + "/akv/models";
+  else if (const char* h = std::getenv("HOME")) dir = std::string(h) + "/.cache/akv/models";  // as scripts/fetch-model
   return dir + "/SmolLM2-135M-Instruct.Q4_1.gguf";
 }
 
