@@ -40,7 +40,7 @@ std::string check_line(const json& j, std::map<std::string, std::unique_ptr<Engi
   if (!j.is_object() || j.value("akv_audit", 0) != 1) return "not an akv audit line";
   // The request is the logged bytes, and their digest must be the logged one.
   const std::string body = field(j, "request_body").get<std::string>();
-  if (sha256_hex({reinterpret_cast<const unsigned char*>(body.data()), body.size()}) != field(j, "request_sha256"))
+  if (sha256_hex(body) != field(j, "request_sha256"))
     return "the request's SHA-256 is not the logged one";
   const json& m = field(j, "model");
   const std::string model = override_model.empty() ? field(m, "name").get<std::string>() : override_model;

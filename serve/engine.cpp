@@ -66,8 +66,6 @@ struct Engine::Control {
 };
 
 namespace {
-// The text of a reply so far, without a trailing incomplete UTF-8 sequence (render writes one
-// as \xNN): what a stream may emit now and never take back.
 // The length of the longest tail of `bytes` that is a proper prefix of a stop string.
 size_t stop_tail(const std::string& bytes, const std::vector<std::string>& stops) {
   size_t n = 0;
@@ -80,6 +78,8 @@ size_t stop_tail(const std::string& bytes, const std::vector<std::string>& stops
   return n;
 }
 
+// The text of a reply so far, without a trailing incomplete UTF-8 sequence (render writes one
+// as \xNN): what a stream may emit now and never take back.
 std::string stable_prefix(const std::string& text) {
   size_t n = text.size();
   while (n >= 4 && text.compare(n - 4, 2, "\\x") == 0 && std::isxdigit(static_cast<unsigned char>(text[n - 2])) &&

@@ -35,7 +35,7 @@ bool Guard::flags(const std::string& content) {
   for (const std::regex& re : regexes_)
     if (std::regex_search(content, re)) return true;
   if (opt_.command.empty()) return false;
-  const std::string key = sha256_hex({reinterpret_cast<const unsigned char*>(content.data()), content.size()});
+  const std::string key = sha256_hex(content);
   {
     std::lock_guard lk(mu_);
     if (const auto it = verdicts_.find(key); it != verdicts_.end()) return it->second;

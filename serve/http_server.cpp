@@ -190,16 +190,16 @@ void HttpServer::drain(int max_s) {
   stop();
 }
 
-void HttpServer::audit(const std::string& body, const std::string& model_sha, const Reply& r) {
+void HttpServer::audit(const std::string& body, const std::string& body_sha256, const Reply& r) {
   if (opt_.audit_log.empty()) return;
   const BackendDescription d = engine_.backend_description();
   const json line = {{"akv_audit", 1},
                      {"time", std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count()},
-                     {"request_sha256", sha256_hex({reinterpret_cast<const unsigned char*>(body.data()), body.size()})},
+                     {"request_sha256", body_sha256},
                      {"request_body", body},  // the bytes the digest is of
                      {"model", {{"name", engine_.model().name}, {"source", engine_.model().source},
                                 {"seed", engine_.model().real ? json(nullptr) : json(engine_.model().seed)},
-                                {"sha256", model_sha.empty() ? json(nullptr) : json(model_sha)}}},
+                                {"sha256", model_sha256_.empty() ? json(nullptr) : json(model_sha256_)}}},
                      {"engine", {{"default_max_tokens", engine_.options().default_max_tokens},
                                  {"guard", engine_.options().guard.patterns},
                                  {"guard_command", engine_.options().guard.command.empty() ? json(nullptr) : json(engine_.options().guard.command)}}},
@@ -316,14 +316,15 @@ void HttpServer::routes() {
       throw Error(ErrorCode::kUnknownModel, fmt::format("model '{}': this server serves '{}' (GET /v1/models)", cr.model, name));
     const bool stream = cr.stream, usage = cr.include_usage, logprobs = cr.logprobs;
     const std::string body = req.body;
-    const std::string id = "chatcmpl-" + sha256_hex({reinterpret_cast<const unsigned char*>(body.data()), body.size()}).substr(0, 24);
+    const std::string body_sha256 = sha256_hex(body);
+    const std::string id = "chatcmpl-" + body_sha256.substr(0, 24);
     const int64_t created = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
     std::shared_ptr<Generation> g = engine_.submit(std::move(cr), hint);
     const std::string session = g->wait_admitted();  // admission errors are still HTTP errors
     res.set_header("x-akv-session", session);
     if (!stream) {
       const Reply& r = g->reply();
-      audit(body, model_sha256_, r);
+      audit(body, body_sha256, r);
       json lp = nullptr;
       if (logprobs) {
         lp = {{"content", json::array()}};
@@ -348,7 +349,7 @@ void HttpServer::routes() {
                              {"choices", {{{"index", 0}, {"delta", delta}, {"logprobs", lp}, {"finish_reason", finish}}}}}
                             .dump(-1, ' ', false, json::error_handler_t::replace) + "\n\n";
     };
-    res.set_chunked_content_provider("text/event-stream", [this, g, chunk, body, usage, id, created, name, flight](size_t, httplib::DataSink& sink) {
+    res.set_chunked_content_provider("text/event-stream", [this, g, chunk, body, body_sha256, usage, id, created, name, flight](size_t, httplib::DataSink& sink) {
      try {
       auto write = [&](const std::string& s) {
         if (!sink.write(s.data(), s.size())) {
@@ -366,7 +367,7 @@ void HttpServer::routes() {
       }
       try {
         const Reply& r = g->reply();
-        audit(body, model_sha256_, r);
+        audit(body, body_sha256, r);
         std::string last = chunk(json::object(), nullptr, r.finish_reason);
         json lastj = json::parse(last.substr(6));
         lastj["akv"] = akv_json(r.stats);

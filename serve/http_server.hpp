@@ -47,7 +47,8 @@ class HttpServer {
   /// True when no key is set, for /health, or when the request carries the key (SV8).
   bool authorized(const httplib::Request& req) const;
   void routes();
-  void audit(const std::string& body, const std::string& model_sha, const Reply& r);
+  /// Appends the reply's audit line (SV9); `body_sha256` is sha256_hex(body).
+  void audit(const std::string& body, const std::string& body_sha256, const Reply& r);
   Engine& engine_;
   ServerOptions opt_;
   std::unique_ptr<httplib::Server> http_;

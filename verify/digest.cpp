@@ -44,6 +44,12 @@ std::string sha256_hex(std::span<const unsigned char> bytes) {
   return h.hex();
 }
 
+std::string sha256_hex(std::string_view bytes) {
+  Sha256 h;
+  h.add(bytes.data(), bytes.size());
+  return h.hex();
+}
+
 std::string sha256_floats(std::span<const float> v) {
   Sha256 h;
   h.add(v.data(), v.size_bytes());

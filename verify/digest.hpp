@@ -4,6 +4,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 
 #include "reference/kv_cache.hpp"
 #include "reference/session.hpp"
@@ -28,6 +29,8 @@ class Sha256 {
 
 /// Lower-case hex SHA-256 of `bytes`.
 std::string sha256_hex(std::span<const unsigned char> bytes);
+/// Lower-case hex SHA-256 of a string's bytes.
+std::string sha256_hex(std::string_view bytes);
 
 /// SHA-256 of the float32 bytes (little-endian, as in memory) of `v`.
 std::string sha256_floats(std::span<const float> v);

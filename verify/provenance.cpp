@@ -32,7 +32,7 @@ std::string file_or_folder_sha256(const std::string& path) {
     std::sort(names.begin(), names.end());
     std::string list;
     for (const std::string& n : names) list += n + " " + file_or_folder_sha256((fs::path(path) / n).string()) + "\n";
-    return sha256_hex({reinterpret_cast<const unsigned char*>(list.data()), list.size()});
+    return sha256_hex(list);
   }
   try {
     const auto bytes = model::map_file(path);
