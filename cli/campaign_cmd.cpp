@@ -1,131 +1,131 @@
 // akv campaign [--cases N] [--seed S] [--backend NAME] [--profile ci|long|real] [--property ID]...
-//              [--out DIR]
-// Runs the property suite (verify/props, spec/properties.md) for a chosen number of cases,
-// printing progress and a summary. A failure prints RapidCheck's counterexample, the
-// RC_PARAMS reproduce string, and writes the shrunk case as a conversation file that
-// `akv witness` re-runs. Exit 0 every property passed, 1 one failed, 2 bad input.
-#include <chrono>
+//              [--shard I/N | --shards N] [--out DIR]
+// akv campaign merge DIR... [--json]
+// Runs the property suite (verify/props, spec/properties.md) for a chosen number of cases, or
+// one shard of it (spec/campaign.md), printing progress and a summary and writing the shard's
+// result file; `merge` sums the shards of one campaign. A failure prints RapidCheck's
+// counterexample, the RC_PARAMS reproduce string, and writes the shrunk case as a conversation
+// file that `akv witness` re-runs. Exit 0 every property passed (every shard there once), 1 one
+// failed (or a shard is missing, duplicated, or no case ran), 2 bad input.
 #include <fmt/format.h>
+
 #include <iostream>
 #include <memory>
+#include <optional>
 
+#include "campaign/merge.hpp"
+#include "campaign/run.hpp"
 #include "cli/commands.hpp"
 #include "cli/options.hpp"
 #include "reference/error.hpp"
 #include "verify/backends.hpp"
-#include "verify/gen/profile.hpp"
-#include "verify/props/counterexample.hpp"
-#include "verify/props/harness.hpp"
 
 namespace akv::cli {
 
 namespace {
 struct CampaignArgs {
-  int cases = 1000;
-  uint64_t seed = 0;
+  campaign::Plan plan;
   bool seed_set = false;
-  std::string backend = "reference";
-  std::string profile = "ci";
-  std::vector<std::string> properties;
-  std::string out = "counterexamples";
+  std::string shard;
+  int shards = 0;  // 0: not given
+  std::vector<std::string> merge_inputs;
+  bool merge_json = false;
 };
-
-// Prints "  <id>: k/N cases" about twenty times per property, and shrinking steps.
-class Progress final : public rc::detail::TestListener {
- public:
-  Progress(std::string id, int total) : id_(std::move(id)), total_(total), step_(std::max(1, total / 20)) {}
-  void onTestCaseFinished(const rc::detail::CaseDescription& d) override {
-    if (d.result.type != rc::detail::CaseResult::Type::Success) return;
-    if (++done_ % step_ == 0 || done_ == total_) std::cout << fmt::format("  {}: {}/{} cases\n", id_, done_, total_) << std::flush;
-  }
-  void onShrinkTried(const rc::detail::CaseDescription&, bool accepted) override {
-    if (accepted && ++shrinks_ % 10 == 1) std::cout << fmt::format("  {}: shrinking ({} steps)\n", id_, shrinks_) << std::flush;
-  }
-  void onTestFinished(const rc::detail::TestMetadata&, const rc::detail::TestResult&) override {}
-
- private:
-  std::string id_;
-  int total_, step_, done_ = 0, shrinks_ = 0;
-};
-
-std::vector<const prop::PropertyDef*> select(const std::vector<std::string>& wanted) {
-  std::vector<const prop::PropertyDef*> out;
-  for (const prop::PropertyDef& p : prop::properties()) {
-    bool take = wanted.empty();
-    for (const std::string& w : wanted) take = take || p.id() == w || p.suite == w || p.id().find(w) != std::string::npos;
-    if (take) out.push_back(&p);
-  }
-  if (out.empty()) {
-    std::string known;
-    for (const prop::PropertyDef& p : prop::properties()) known += "\n  " + p.id();
-    throw Error(ErrorCode::kBadInput, "--property: no property matches; the properties are:" + known);
-  }
-  return out;
-}
 
 int run_campaign_cmd(const CampaignArgs& a) {
-  if (a.cases < 1) throw Error(ErrorCode::kBadInput, "--cases must be >= 1");
-  const auto names = backend_names();
-  if (std::find(names.begin(), names.end(), a.backend) == names.end()) make_backend(a.backend, nullptr);  // throws, naming them
-  prop::Context ctx;
-  ctx.backend = a.backend;
-  ctx.profile = gen::profile_by_name(a.profile);
-  const auto chosen = select(a.properties);
-
-  rc::detail::TestParams params = rc::detail::configuration().testParams;
-  params.maxSuccess = a.cases;
-  if (a.seed_set) params.seed = a.seed;
-  std::cout << fmt::format("akv campaign: {} properties x {} cases, backend {}, profile {}, seed {}\n", chosen.size(), a.cases,
-                           a.backend, a.profile, params.seed);
-  struct Row {
-    std::string id;
-    bool passed;
-    int cases;
-    double s;
-  };
-  std::vector<Row> rows;
+  campaign::Plan plan = a.plan;
+  plan.shard = campaign::select_shard(a.shard, a.shards ? std::optional<int>(a.shards) : std::nullopt, campaign::process_env());
+  if (plan.shard.total > 1 && !a.seed_set)
+    throw Error(ErrorCode::kBadInput, fmt::format("shard {}/{} (from {}): give --seed S, the same for every shard, so that the "
+                                                  "shards are parts of one campaign",
+                                                  plan.shard.index, plan.shard.total, plan.shard.source));
+  if (!a.seed_set) plan.seed = rc::detail::configuration().testParams.seed;  // RC_PARAMS seed, else random
+  campaign::shard_cases(plan.cases, plan.shard);  // too few cases: bad input before anything runs
+  std::string path;
+  const campaign::ShardResult r = campaign::run_shard(plan, prop::Context{}, std::cout, &path);
+  std::cout << "\nsummary:\n";
   int failed = 0;
-  for (const prop::PropertyDef* p : chosen) {
-    const auto t0 = std::chrono::steady_clock::now();
-    Progress progress(p->id(), a.cases);
-    const prop::Outcome o = prop::run_property(*p, ctx, params, &progress);
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    rows.push_back({p->id(), o.passed, o.cases, s});
-    std::cout << fmt::format("{} {} ({:.1f} s): {}\n", o.passed ? "PASS" : "FAIL", p->id(), s, o.message);
-    if (o.passed) continue;
-    ++failed;
-    if (!o.reproduce.empty())
-      std::cout << fmt::format("  reproduce: RC_PARAMS=\"{}\" akv campaign --backend {} --profile {} --property {}\n", o.reproduce,
-                               a.backend, a.profile, p->id());
-    if (o.counterexample) {
-      const prop::CounterexampleFile f = prop::counterexample_file(*o.counterexample, p->id(), a.backend, o.reproduce);
-      const std::string path = prop::write_counterexample(a.out, p->id() + "." + a.backend + ".json", f);
-      std::cout << "  counterexample: " << path << "\n";
-      if (f.witness_applies) std::cout << "  re-run: akv witness " << path << " " << f.witness_args << "\n";
-      else std::cout << "  (no eviction with a survivor in this case: re-run it with the reproduce string)\n";
+  for (const campaign::PropertyResult& p : r.properties) {
+    failed += p.status != "passed";
+    std::cout << fmt::format("  {}  {:<58} {:>7} cases {:>8.1f} s\n", p.status == "passed" ? "PASS" : "FAIL", p.id, p.passed,
+                             p.wall_seconds);
+  }
+  std::cout << fmt::format("{} of {} properties passed\n", r.properties.size() - failed, r.properties.size());
+  std::cout << "result: " << path << (plan.shard.total > 1 ? " (akv campaign merge its folder with the other shards')" : "") << "\n";
+  return r.passed() ? 0 : 1;
+}
+
+int run_merge_cmd(const CampaignArgs& a) {
+  const campaign::MergeReport m = campaign::merge_shards(a.merge_inputs);
+  if (a.merge_json) {
+    print_json(campaign::to_json(m));
+    return m.passed() ? 0 : 1;
+  }
+  const campaign::CampaignId& c = m.campaign;
+  if (!m.files.empty())
+    std::cout << fmt::format("akv campaign merge: {} of {} shards, {} properties x {} cases, backend {}, profile {}, seed {}, akv {} "
+                             "(commit {})\n",
+                             m.files.size(), c.shards, c.properties.size(), c.cases, c.backend, c.profile, c.seed, c.akv_version,
+                             c.akv_commit);
+  for (const campaign::MergedMachine& x : m.machines)
+    std::cout << fmt::format("  machine {}: {} ({} cores, isa {}): {} shard{}\n", x.hostname, x.cpu, x.cores, x.isa, x.shards,
+                             x.shards == 1 ? "" : "s");
+  if (!m.properties.empty()) {
+    std::cout << fmt::format("\n  {:<4}  {:<58} {:>9} {:>9} {:>6} {:>10} {:>12}\n", "", "property", "cases", "passed", "failed",
+                             "cpu s", "cases/cpu-s");
+    for (const campaign::MergedProperty& p : m.properties) {
+      const bool ok = p.failed == 0 && p.gave_up == 0 && p.passed == c.cases;
+      std::cout << fmt::format("  {:<4}  {:<58} {:>9} {:>9} {:>6} {:>10.1f} {:>12.1f}\n", ok ? "PASS" : "FAIL", p.id, p.cases_run,
+                               p.passed, p.failed, p.cpu_seconds, p.cpu_seconds > 0 ? p.passed / p.cpu_seconds : 0.0);
     }
   }
-  std::cout << "\nsummary:\n";
-  for (const Row& r : rows) std::cout << fmt::format("  {}  {:<58} {:>7} cases {:>8.1f} s\n", r.passed ? "PASS" : "FAIL", r.id, r.cases, r.s);
-  std::cout << fmt::format("{} of {} properties passed\n", rows.size() - failed, rows.size());
-  return failed ? 1 : 0;
+  for (const campaign::MergedFailure& f : m.failures) {
+    std::cout << fmt::format("\n{} {} in shard {} ({})\n", f.status == "gave_up" ? "GAVE UP" : "FAIL", f.property, f.shard, f.file);
+    if (!f.reproduce.empty()) std::cout << "  reproduce: " << f.reproduce << "\n";
+    if (!f.counterexample.empty()) std::cout << "  counterexample: " << f.counterexample << "\n";
+    if (!f.rerun.empty()) std::cout << "  re-run: " << f.rerun << "\n";
+  }
+  for (const std::string& p : m.problems) std::cout << "\nproblem: " << p << "\n";
+  int ok = 0;
+  for (const campaign::MergedProperty& p : m.properties) ok += p.failed == 0 && p.gave_up == 0 && p.passed == c.cases;
+  std::cout << fmt::format("\n{}: {} of {} properties passed all {} cases over {} of {} shards\n", m.passed() ? "PASS" : "FAIL", ok,
+                           m.properties.size(), c.cases, m.files.size(), c.shards);
+  return m.passed() ? 0 : 1;
 }
 }  // namespace
 
 Command add_campaign(CLI::App& app) {
   auto a = std::make_shared<CampaignArgs>();
-  auto* c = app.add_subcommand("campaign", "Run the property suite for many cases; shrink and save any counterexample");
-  c->add_option("--cases", a->cases, "Successful cases per property")->capture_default_str()->check(decimal(1, 1000000000));
-  c->add_option("--seed", a->seed, "RapidCheck seed (default: RC_PARAMS seed, else random)")
+  auto* c = app.add_subcommand("campaign", "Run the property suite (or one shard of it) for many cases; shrink and save any counterexample");
+  c->add_option("--cases", a->plan.cases, "Successful cases per property, over all shards")->capture_default_str()->check(decimal(1, 1000000000));
+  c->add_option("--seed", a->plan.seed, "RapidCheck seed (default: RC_PARAMS seed, else random; required when sharded)")
       ->check(decimal(0, UINT64_MAX))
       ->each([a](const std::string&) { a->seed_set = true; });
-  c->add_option("--backend", a->backend, "Backend to test: " + names_help(known_backend_names()) + " (in this build and on this machine: " + names_help(backend_names()) + ")")->capture_default_str()->check(nonempty());
-  c->add_option("--profile", a->profile, "Generator profile: ci | long (reaches the model's context) | real (SmolLM2-135M-Instruct)")
+  c->add_option("--backend", a->plan.backend, "Backend to test: " + names_help(known_backend_names()) + " (in this build and on this machine: " + names_help(backend_names()) + ")")->capture_default_str()->check(nonempty());
+  c->add_option("--profile", a->plan.profile, "Generator profile: ci | long (reaches the model's context) | real (SmolLM2-135M-Instruct)")
       ->capture_default_str()
       ->check(nonempty());
-  c->add_option("--property", a->properties, "Property id, suite or substring (repeatable; default: all)")->check(nonempty());
-  c->add_option("--out", a->out, "Directory for counterexample files")->capture_default_str()->check(nonempty());
-  return {c, [a] { return run_campaign_cmd(*a); }};
+  c->add_option("--property", a->plan.properties, "Property id, suite or substring (repeatable; default: all)")->check(nonempty());
+  c->add_option("--shard", a->shard,
+                "Run shard I of N (0 <= I < N). Default: GTEST_SHARD_INDEX/GTEST_TOTAL_SHARDS, TEST_SHARD_INDEX/TEST_TOTAL_SHARDS, "
+                "SLURM_ARRAY_TASK_ID with _COUNT (or _MIN/_MAX), JOB_COMPLETION_INDEX with --shards, else unsharded")
+      ->check(nonempty());
+  c->add_option("--shards", a->shards, "The number of shards when the environment gives only the index (JOB_COMPLETION_INDEX)")
+      ->check(decimal(1, campaign::kMaxShards));
+  c->add_option("--out", a->plan.out, "Directory for the result file (shard-I-of-N.json) and counterexample files")
+      ->capture_default_str()
+      ->check(nonempty());
+  auto* m = c->add_subcommand("merge", "Sum the shard result files of one campaign; exit 1 on a failure, a missing or duplicated shard, or zero cases");
+  m->add_option("DIR", a->merge_inputs, "Folders holding shard-I-of-N.json files (or the files)")->required()->check(nonempty());
+  m->add_flag("--json", a->merge_json, "One JSON object on stdout");
+  c->require_subcommand(0, 1);
+  return {c, [a, c, m] {
+            if (!m->parsed()) return run_campaign_cmd(*a);
+            for (const CLI::Option* o : c->get_options())
+              if (o->count() > 0 && o->get_name() != "--help")
+                throw Error(ErrorCode::kBadInput, "akv campaign merge takes no campaign option (" + o->get_name() + ")");
+            return run_merge_cmd(*a);
+          }};
 }
 
 }  // namespace akv::cli

@@ -42,8 +42,6 @@ std::string file_or_folder_sha256(const std::string& path) {
   }
 }
 
-namespace {
-
 std::string cpu_model() {
   std::ifstream f("/proc/cpuinfo");
   for (std::string line; std::getline(f, line);)
@@ -62,6 +60,8 @@ std::string utc_now() {
   std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
   return buf;
 }
+
+namespace {
 
 template <class T>
 T get(const nlohmann::json& o, const char* key) {

@@ -15,6 +15,12 @@ std::string akv_version();
 /// tree had changes then).
 std::string akv_commit();
 
+/// The CPU's model name from /proc/cpuinfo ("unknown" when it has none).
+std::string cpu_model();
+
+/// The time now, UTC, ISO 8601 to the second ("2026-12-04T11:24:42Z").
+std::string utc_now();
+
 /// Lower-case hex SHA-256 of a file's bytes (a model folder: of the sorted list of its regular
 /// files' names and digests). Error(kBadInput) when it cannot be read.
 std::string file_or_folder_sha256(const std::string& path);

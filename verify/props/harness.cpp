@@ -101,6 +101,7 @@ Outcome run_property(const PropertyDef& p, const Context& ctx, const rc::detail:
     o.reproduce = "reproduce=" + rc::detail::reproduceMapToString({{meta.id, f.reproduce}});
     o.counterexample = g_failed;
   } else if (result.is<rc::detail::GaveUpResult>()) {
+    o.gave_up = true;
     o.cases = result.get<rc::detail::GaveUpResult>().numSuccess;
   }
   return o;

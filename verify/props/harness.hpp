@@ -63,6 +63,7 @@ const PropertyDef* find_property(const std::string& id);
 /// The result of running one property.
 struct Outcome {
   bool passed = false;
+  bool gave_up = false;                // RapidCheck discarded too many cases (neither passed nor failed)
   int cases = 0;                       // successful cases run
   std::string message;                 // RapidCheck's result message (counterexample included)
   std::string reproduce;               // RC_PARAMS value that replays the failure, "" if passed
