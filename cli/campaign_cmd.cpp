@@ -78,6 +78,12 @@ int run_merge_cmd(const CampaignArgs& a) {
       std::cout << fmt::format("  {:<4}  {:<58} {:>9} {:>9} {:>6} {:>10.1f} {:>12.1f}\n", ok ? "PASS" : "FAIL", p.id, p.cases_run,
                                p.passed, p.failed, p.cpu_seconds, p.cpu_seconds > 0 ? p.passed / p.cpu_seconds : 0.0);
     }
+    int cases = 0;
+    for (const campaign::MergedProperty& p : m.properties) cases += p.passed;
+    // What a team sizes its array by: cases per CPU-second (one core busy for one second).
+    std::cout << fmt::format("  {:<4}  {:<58} {:>9} {:>9} {:>6} {:>10.1f} {:>12.1f}\n", "", "all properties", "", cases, "",
+                             m.cpu_seconds, m.cpu_seconds > 0 ? cases / m.cpu_seconds : 0.0);
+    std::cout << fmt::format("  wall time summed over the shards: {:.1f} s\n", m.wall_seconds);
   }
   for (const campaign::MergedFailure& f : m.failures) {
     std::cout << fmt::format("\n{} {} in shard {} ({})\n", f.status == "gave_up" ? "GAVE UP" : "FAIL", f.property, f.shard, f.file);
