@@ -25,25 +25,53 @@ namespace {
 
 // The shard files of `inputs`: a folder's shard-I-of-N.json files (not its subfolders), a
 // file as itself.
+const std::regex& shard_name() {
+  static const std::regex name(R"(shard-([0-9]+)-of-([0-9]+)\.json)");
+  return name;
+}
+
 std::vector<std::string> shard_files(const std::vector<std::string>& inputs) {
-  static const std::regex name(R"(shard-[0-9]+-of-[0-9]+\.json)");
   std::vector<std::string> out;
   for (const std::string& in : inputs) {
     std::error_code ec;
-    if (fs::is_directory(in, ec)) {
+    const fs::file_status st = fs::status(in, ec);
+    if (fs::is_directory(st)) {
       std::vector<std::string> here;
-      for (const auto& e : fs::directory_iterator(in, ec))
-        if (e.is_regular_file() && std::regex_match(e.path().filename().string(), name)) here.push_back(e.path().string());
+      fs::directory_iterator it(in, ec), end;
+      for (; !ec && it != end; it.increment(ec)) {
+        if (!std::regex_match(it->path().filename().string(), shard_name())) continue;
+        std::error_code fe;
+        // A folder, FIFO, dangling or looping link under a shard file's name is not skipped:
+        // it may be the very shard that is missing.
+        if (!fs::is_regular_file(it->path(), fe))
+          throw Error(ErrorCode::kBadInput, fmt::format("{}: not a regular file{}", it->path().string(), fe ? " (" + fe.message() + ")" : ""));
+        here.push_back(it->path().string());
+      }
       if (ec) throw Error(ErrorCode::kBadInput, fmt::format("{}: cannot be listed: {}", in, ec.message()));
       std::sort(here.begin(), here.end());
       out.insert(out.end(), here.begin(), here.end());
-    } else if (fs::is_regular_file(in, ec)) {
+    } else if (fs::is_regular_file(st)) {
       out.push_back(in);
+    } else if (ec || !fs::exists(st)) {
+      throw Error(ErrorCode::kBadInput, fmt::format("{}: no such folder or file{}", in, ec ? " (" + ec.message() + ")" : ""));
     } else {
-      throw Error(ErrorCode::kBadInput, fmt::format("{}: no such folder or file", in));
+      throw Error(ErrorCode::kBadInput, fmt::format("{}: neither a folder nor a regular file", in));
     }
   }
   return out;
+}
+
+// A file named shard-I-of-N.json must hold shard I of N: a renamed file is not that shard.
+void check_name(const std::string& file, const ShardResult& s) {
+  std::smatch m;
+  const std::string base = fs::path(file).filename().string();
+  if (!std::regex_match(base, m, shard_name())) return;
+  const auto num = [](const std::string& d) {
+    const size_t nz = d.find_first_not_of('0');
+    return nz == std::string::npos ? std::string("0") : d.substr(nz);
+  };
+  if (num(m[1].str()) != std::to_string(s.shard.index) || num(m[2].str()) != std::to_string(s.shard.total))
+    throw Error(ErrorCode::kBadInput, fmt::format("{}: holds shard {} of {}, not the shard its name says", file, s.shard.index, s.shard.total));
 }
 
 // The first field in which two shards' campaigns differ, or "".
@@ -54,6 +82,10 @@ std::string differs(const CampaignId& a, const CampaignId& b) {
   if (a.backend != b.backend) return fmt::format("backend {} vs {}", a.backend, b.backend);
   if (a.profile != b.profile) return fmt::format("profile {} vs {}", a.profile, b.profile);
   if (a.properties != b.properties) return "the list of properties";
+  if (a.isas_drawn != b.isas_drawn) return "the ISAs the cpu backend's cases draw from (machines with other ISAs)";
+  if (a.max_size != b.max_size || a.max_discard_ratio != b.max_discard_ratio || a.disable_shrinking != b.disable_shrinking)
+    return fmt::format("RapidCheck max_size {} vs {}, max_discard_ratio {} vs {}, disable_shrinking {} vs {} (RC_PARAMS)", a.max_size,
+                       b.max_size, a.max_discard_ratio, b.max_discard_ratio, a.disable_shrinking, b.disable_shrinking);
   if (a.akv_version != b.akv_version || a.akv_commit != b.akv_commit)
     return fmt::format("akv {} (commit {}) vs {} (commit {})", a.akv_version, a.akv_commit, b.akv_version, b.akv_commit);
   return {};
@@ -73,6 +105,7 @@ MergeReport merge_shards(const std::vector<std::string>& inputs) {
   std::vector<ShardResult> shards;
   for (const std::string& f : files) {
     shards.push_back(read_shard_file(f));
+    check_name(f, shards.back());
     if (const std::string d = differs(shards.front().campaign, shards.back().campaign); !d.empty())
       throw Error(ErrorCode::kBadInput,
                   fmt::format("{} and {} are shards of different campaigns ({}): merge one campaign at a time", files.front(), f, d));
@@ -139,13 +172,14 @@ MergeReport merge_shards(const std::vector<std::string>& inputs) {
       m.failures.push_back(std::move(f));
     }
   }
-  int total = 0;
+  int64_t total = 0;
   for (const MergedProperty& p : m.properties) total += p.cases_run;
   if (total == 0) m.problems.push_back("zero cases run: the campaign checked nothing");
   return m;
 }
 
 json to_json(const MergeReport& m) {
+  if (m.files.empty()) return {{"shards", json::array()}, {"problems", m.problems}, {"passed", false}};  // no campaign to name
   json props = json::array(), fails = json::array(), machines = json::array();
   for (const MergedProperty& p : m.properties)
     props.push_back({{"id", p.id},
@@ -168,7 +202,9 @@ json to_json(const MergeReport& m) {
   const CampaignId& c = m.campaign;
   return {{"campaign",
            {{"seed", c.seed}, {"cases", c.cases}, {"shards", c.shards}, {"backend", c.backend}, {"profile", c.profile},
-            {"properties", c.properties}, {"akv", {{"version", c.akv_version}, {"commit", c.akv_commit}}}}},
+            {"properties", c.properties}, {"akv", {{"version", c.akv_version}, {"commit", c.akv_commit}}},
+            {"rapidcheck", {{"max_size", c.max_size}, {"max_discard_ratio", c.max_discard_ratio}, {"disable_shrinking", c.disable_shrinking}}},
+            {"isas_drawn", c.isas_drawn}}},
           {"shards", m.files},
           {"properties", std::move(props)},
           {"failures", std::move(fails)},

@@ -2,6 +2,7 @@
 // per property, every failure listed with its reproduce line, and a verdict that passes only
 // when every shard is there once and every case of every property passed.
 #pragma once
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -13,7 +14,7 @@ namespace akv::campaign {
 /// One property over every shard read.
 struct MergedProperty {
   std::string id;
-  int cases_run = 0, passed = 0, failed = 0, gave_up = 0;  // gave_up: shards whose run gave up
+  int64_t cases_run = 0, passed = 0, failed = 0, gave_up = 0;  // gave_up: shards whose run gave up
   double wall_seconds = 0, cpu_seconds = 0;                // summed over the shards
 };
 

@@ -24,6 +24,13 @@ struct CampaignId {
   std::string profile;                  // ci | long | real
   std::vector<std::string> properties;  // the ids run, in the registry's order
   std::string akv_version, akv_commit;  // the build
+  // RapidCheck's parameters besides the seed and the count (RC_PARAMS may set them): a shard
+  // with another max_size draws other cases.
+  int max_size = 0, max_discard_ratio = 0;
+  bool disable_shrinking = false;
+  // The ISAs a cpu-backend case draws from, this machine's (empty for other backends): a shard
+  // on a machine with other ISAs draws other cases.
+  std::vector<std::string> isas_drawn;
 };
 
 /// One property's run in one shard.
@@ -69,6 +76,11 @@ ShardResult read_shard_file(const std::string& path);
 /// Writes r as DIR/shard-I-of-N.json (creating DIR), whole or not at all (a temporary file
 /// renamed into place); returns the path. Error(kBadInput) naming DIR when it cannot.
 std::string write_shard_file(const std::string& dir, const ShardResult& r);
+
+/// Checks, before a shard runs, that write_shard_file(dir, shard s) will succeed: DIR is made
+/// (or is a folder) and a file can be created in it, and its result path is not a folder.
+/// Error(kBadInput) naming DIR otherwise.
+void check_writable(const std::string& dir, const Shard& s);
 
 /// The machine fields of a result (hostname, cpu, isa, isas, cores), read off this machine.
 void fill_machine(ShardResult& r);

@@ -57,9 +57,10 @@ std::vector<const prop::PropertyDef*> select_properties(const std::vector<std::s
     if (take) out.push_back(&p);
   }
   if (out.empty()) {
-    std::string known;
-    for (const prop::PropertyDef& p : prop::properties()) known += "\n  " + p.id();
-    throw Error(ErrorCode::kBadInput, "--property: no property matches; the properties are:" + known);
+    std::string asked, known;
+    for (const std::string& w : wanted) asked += (asked.empty() ? "'" : ", '") + w + "'";
+    for (const prop::PropertyDef& p : prop::properties()) known += (known.empty() ? "" : ", ") + p.id();
+    throw Error(ErrorCode::kBadInput, "--property " + asked + ": no property matches; the properties are: " + known);
   }
   return out;
 }
@@ -83,12 +84,26 @@ ShardResult run_shard(const Plan& plan, prop::Context ctx, std::ostream& log, st
   r.shard = plan.shard;
   r.seed = shard_seed(plan.seed, plan.shard);
   r.cases = shard_cases(plan.cases, plan.shard);
-  fill_machine(r);
-  r.started = utc_now();
+  if (!ctx.knobs) r.campaign.isas_drawn = prop::backend_knobs(plan.backend).isas;
+  else r.campaign.isas_drawn = ctx.knobs->isas;
 
   rc::detail::TestParams params = rc::detail::configuration().testParams;
   params.maxSuccess = r.cases;
   params.seed = r.seed;
+  r.campaign.max_size = params.maxSize;
+  r.campaign.max_discard_ratio = params.maxDiscardRatio;
+  r.campaign.disable_shrinking = params.disableShrinking;
+  // Every shard's cases take every RapidCheck size (CP2); checked alike in every shard, from
+  // the smallest share.
+  if (plan.shard.total > 1 && plan.cases / plan.shard.total < min_shard_cases(params.maxSize))
+    throw Error(ErrorCode::kBadInput,
+                fmt::format("--cases {} over {} shards is {} cases a shard, fewer than RapidCheck's {} sizes (0..max_size {}): "
+                            "a shard's cases would skip sizes an unsharded run takes; give --cases >= {}, or fewer shards",
+                            plan.cases, plan.shard.total, plan.cases / plan.shard.total, min_shard_cases(params.maxSize),
+                            params.maxSize, static_cast<int64_t>(plan.shard.total) * min_shard_cases(params.maxSize)));
+  check_writable(plan.out, plan.shard);  // before any case runs: a bad --out is exit 2, nothing run
+  fill_machine(r);
+  r.started = utc_now();
   if (plan.shard.total == 1) {
     log << fmt::format("akv campaign: {} properties x {} cases, backend {}, profile {}, seed {}\n", chosen.size(), r.cases,
                        plan.backend, plan.profile, r.seed);
@@ -117,8 +132,9 @@ ShardResult run_shard(const Plan& plan, prop::Context ctx, std::ostream& log, st
     if (!o.passed) pr.message = o.message.substr(0, 8192);
     log << fmt::format("{} {} ({:.1f} s): {}\n", o.passed ? "PASS" : "FAIL", p->id(), pr.wall_seconds, o.message);
     if (!o.reproduce.empty()) {
-      pr.reproduce = fmt::format("RC_PARAMS=\"{}\" akv campaign --backend {} --profile {} --property {}", o.reproduce, plan.backend,
-                                 plan.profile, p->id());
+      // Its own --out: replaying one case never overwrites the campaign's files.
+      pr.reproduce = fmt::format("RC_PARAMS=\"{}\" akv campaign --backend {} --profile {} --property {} --out campaign-reproduce",
+                                 o.reproduce, plan.backend, plan.profile, p->id());
       log << "  reproduce: " << pr.reproduce << "\n";
     }
     if (o.counterexample) {

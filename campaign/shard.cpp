@@ -20,12 +20,16 @@ std::string named(const std::string& name, const std::string& value) {
   return fmt::format("{}='{}'{}", name, v, value.size() > 40 ? "..." : "");
 }
 
-// A decimal integer in [lo, hi]: digits only (no sign, space, hex or exponent).
+// A decimal integer in [lo, hi]: digits only (no sign, space, hex or exponent), any length.
 int64_t decimal(const std::string& name, const std::string& value, int64_t lo, int64_t hi) {
-  if (value.empty() || value.size() > 12 || value.find_first_not_of("0123456789") != std::string::npos)
+  if (value.empty() || value.find_first_not_of("0123456789") != std::string::npos)
     bad(fmt::format("{}: not a decimal integer", named(name, value)));
-  const int64_t v = std::strtoll(value.c_str(), nullptr, 10);
-  if (v < lo || v > hi) bad(fmt::format("{}: out of range [{}, {}]", named(name, value), lo, hi));
+  int64_t v = 0;
+  for (char c : value) {
+    if (v > (hi - (c - '0')) / 10) bad(fmt::format("{}: out of range [{}, {}]", named(name, value), lo, hi));
+    v = v * 10 + (c - '0');
+  }
+  if (v < lo) bad(fmt::format("{}: out of range [{}, {}]", named(name, value), lo, hi));
   return v;
 }
 
@@ -44,11 +48,18 @@ std::optional<Shard> from_pair(const Env& env, const std::string& index_var, con
 // A Slurm job array: the task's place in a contiguous range MIN, MIN+STEP, ..., MAX.
 std::optional<Shard> from_slurm(const Env& env) {
   const auto id = env("SLURM_ARRAY_TASK_ID");
-  if (!id) return std::nullopt;
-  const int64_t big = int64_t{1} << 40;
-  const int64_t task = decimal("SLURM_ARRAY_TASK_ID", *id, 0, big);
   const auto min_s = env("SLURM_ARRAY_TASK_MIN"), max_s = env("SLURM_ARRAY_TASK_MAX");
   const auto count_s = env("SLURM_ARRAY_TASK_COUNT"), step_s = env("SLURM_ARRAY_TASK_STEP");
+  if (!id) {  // Slurm sets them all in an array task; one alone is a half-set pair
+    for (const char* v : {"SLURM_ARRAY_TASK_COUNT", "SLURM_ARRAY_TASK_MIN", "SLURM_ARRAY_TASK_MAX", "SLURM_ARRAY_TASK_STEP"})
+      if (const auto x = env(v)) bad(fmt::format("{} is set but SLURM_ARRAY_TASK_ID is not", named(v, *x)));
+    return std::nullopt;
+  }
+  // A range is MIN and MAX together (STEP optional); COUNT alone counts from 0.
+  if ((min_s || step_s) && !max_s) bad(fmt::format("{} is set but SLURM_ARRAY_TASK_MAX is not", named(min_s ? "SLURM_ARRAY_TASK_MIN" : "SLURM_ARRAY_TASK_STEP", min_s ? *min_s : *step_s)));
+  if (max_s && !min_s) bad(fmt::format("{} is set but SLURM_ARRAY_TASK_MIN is not", named("SLURM_ARRAY_TASK_MAX", *max_s)));
+  const int64_t big = int64_t{1} << 40;
+  const int64_t task = decimal("SLURM_ARRAY_TASK_ID", *id, 0, big);
   const int64_t min = min_s ? decimal("SLURM_ARRAY_TASK_MIN", *min_s, 0, big) : 0;
   const int64_t step = step_s ? decimal("SLURM_ARRAY_TASK_STEP", *step_s, 1, big) : 1;
   if (task < min || (task - min) % step != 0)

@@ -47,6 +47,11 @@ uint64_t shard_seed(uint64_t seed, const Shard& s);
 /// cases < s.total (a shard would check nothing).
 int shard_cases(int cases, const Shard& s);
 
+/// The fewest cases a shard of a sharded campaign runs per property (CP2): RapidCheck's
+/// max_size + 1, so that each shard's cases take every size 0..max_size, as an unsharded run
+/// of as many cases does (a shard of one case would only ever draw size 0).
+inline int min_shard_cases(int max_size) { return max_size + 1; }
+
 /// "shard-I-of-N.json": the result file of shard `s` (CP3).
 std::string shard_file_name(const Shard& s);
 

@@ -9,6 +9,7 @@
 // failed (or a shard is missing, duplicated, or no case ran), 2 bad input.
 #include <fmt/format.h>
 
+#include <cstdlib>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -18,6 +19,7 @@
 #include "cli/commands.hpp"
 #include "cli/options.hpp"
 #include "reference/error.hpp"
+#include "reference/strict.hpp"
 #include "verify/backends.hpp"
 
 namespace akv::cli {
@@ -32,7 +34,20 @@ struct CampaignArgs {
   bool merge_json = false;
 };
 
+// RapidCheck exits 1 by itself on an RC_PARAMS it cannot parse, which would read as a failed
+// property: parse it first, so that a bad value is exit 2 naming it (spec/input.md IN4).
+void check_rc_params() {
+  const char* env = std::getenv("RC_PARAMS");
+  if (!env) return;
+  try {
+    rc::detail::configFromString(env);
+  } catch (const rc::detail::ConfigurationException& e) {
+    throw Error(ErrorCode::kBadInput, std::string("RC_PARAMS: ") + e.what());
+  }
+}
+
 int run_campaign_cmd(const CampaignArgs& a) {
+  check_rc_params();
   campaign::Plan plan = a.plan;
   plan.shard = campaign::select_shard(a.shard, a.shards ? std::optional<int>(a.shards) : std::nullopt, campaign::process_env());
   if (plan.shard.total > 1 && !a.seed_set)
@@ -62,37 +77,43 @@ int run_merge_cmd(const CampaignArgs& a) {
     return m.passed() ? 0 : 1;
   }
   const campaign::CampaignId& c = m.campaign;
-  if (!m.files.empty())
+  if (m.files.empty()) {
+    for (const std::string& p : m.problems) std::cout << "problem: " << printable(p, 2000) << "\n";
+    std::cout << "FAIL: no shard file: nothing was checked\n";
+    return 1;
+  }
     std::cout << fmt::format("akv campaign merge: {} of {} shards, {} properties x {} cases, backend {}, profile {}, seed {}, akv {} "
                              "(commit {})\n",
-                             m.files.size(), c.shards, c.properties.size(), c.cases, c.backend, c.profile, c.seed, c.akv_version,
-                             c.akv_commit);
+                             m.files.size(), c.shards, c.properties.size(), c.cases, printable(c.backend), printable(c.profile), c.seed,
+                             printable(c.akv_version), printable(c.akv_commit));
+  // Text from the files is printed escaped: a forged hostname cannot write a line of its own.
   for (const campaign::MergedMachine& x : m.machines)
-    std::cout << fmt::format("  machine {}: {} ({} cores, isa {}): {} shard{}\n", x.hostname, x.cpu, x.cores, x.isa, x.shards,
-                             x.shards == 1 ? "" : "s");
+    std::cout << fmt::format("  machine {}: {} ({} cores, isa {}): {} shard{}\n", printable(x.hostname), printable(x.cpu), x.cores,
+                             printable(x.isa), x.shards, x.shards == 1 ? "" : "s");
   if (!m.properties.empty()) {
     std::cout << fmt::format("\n  {:<4}  {:<58} {:>9} {:>9} {:>6} {:>10} {:>12}\n", "", "property", "cases", "passed", "failed",
                              "cpu s", "cases/cpu-s");
     for (const campaign::MergedProperty& p : m.properties) {
       const bool ok = p.failed == 0 && p.gave_up == 0 && p.passed == c.cases;
-      std::cout << fmt::format("  {:<4}  {:<58} {:>9} {:>9} {:>6} {:>10.1f} {:>12.1f}\n", ok ? "PASS" : "FAIL", p.id, p.cases_run,
-                               p.passed, p.failed, p.cpu_seconds, p.cpu_seconds > 0 ? p.passed / p.cpu_seconds : 0.0);
+      std::cout << fmt::format("  {:<4}  {:<58} {:>9} {:>9} {:>6} {:>10.1f} {:>12.1f}\n", ok ? "PASS" : "FAIL", printable(p.id), p.cases_run,
+                               p.passed, p.failed, p.cpu_seconds, p.cpu_seconds > 0 ? static_cast<double>(p.passed) / p.cpu_seconds : 0.0);
     }
-    int cases = 0;
+    int64_t cases = 0;
     for (const campaign::MergedProperty& p : m.properties) cases += p.passed;
     // What a team sizes its array by: cases per CPU-second (one core busy for one second).
     std::cout << fmt::format("  {:<4}  {:<58} {:>9} {:>9} {:>6} {:>10.1f} {:>12.1f}\n", "", "all properties", "", cases, "",
-                             m.cpu_seconds, m.cpu_seconds > 0 ? cases / m.cpu_seconds : 0.0);
+                             m.cpu_seconds, m.cpu_seconds > 0 ? static_cast<double>(cases) / m.cpu_seconds : 0.0);
     std::cout << fmt::format("  wall time summed over the shards: {:.1f} s\n", m.wall_seconds);
   }
   for (const campaign::MergedFailure& f : m.failures) {
-    std::cout << fmt::format("\n{} {} in shard {} ({})\n", f.status == "gave_up" ? "GAVE UP" : "FAIL", f.property, f.shard, f.file);
-    if (!f.reproduce.empty()) std::cout << "  reproduce: " << f.reproduce << "\n";
-    if (!f.counterexample.empty()) std::cout << "  counterexample: " << f.counterexample << "\n";
-    if (!f.rerun.empty()) std::cout << "  re-run: " << f.rerun << "\n";
+    std::cout << fmt::format("\n{} {} in shard {} ({})\n", f.status == "gave_up" ? "GAVE UP" : "FAIL", printable(f.property), f.shard,
+                             printable(f.file, 1000));
+    if (!f.reproduce.empty()) std::cout << "  reproduce: " << printable(f.reproduce, 4000) << "\n";
+    if (!f.counterexample.empty()) std::cout << "  counterexample: " << printable(f.counterexample, 1000) << "\n";
+    if (!f.rerun.empty()) std::cout << "  re-run: " << printable(f.rerun, 2000) << "\n";
   }
-  for (const std::string& p : m.problems) std::cout << "\nproblem: " << p << "\n";
-  int ok = 0;
+  for (const std::string& p : m.problems) std::cout << "\nproblem: " << printable(p, 2000) << "\n";
+  size_t ok = 0;
   for (const campaign::MergedProperty& p : m.properties) ok += p.failed == 0 && p.gave_up == 0 && p.passed == c.cases;
   std::cout << fmt::format("\n{}: {} of {} properties passed all {} cases over {} of {} shards\n", m.passed() ? "PASS" : "FAIL", ok,
                            m.properties.size(), c.cases, m.files.size(), c.shards);

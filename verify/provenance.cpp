@@ -1,5 +1,7 @@
 #include "verify/provenance.hpp"
 
+#include "akv_build_id.h"  // AKV_GIT_COMMIT, written at build time (cmake/build_id.cmake)
+
 #include <algorithm>
 #include <chrono>
 #include <ctime>

@@ -11,8 +11,8 @@ namespace akv {
 
 /// "0.1.0": the project version (CMakeLists.txt).
 std::string akv_version();
-/// The git commit akv was configured from ("unknown" outside a git checkout; "+dirty" when the
-/// tree had changes then).
+/// The git commit akv was built from, read at every build ("unknown" outside a git checkout;
+/// "+dirty.HASH" when the tree differed, HASH of the change; spec/operations.md O9).
 std::string akv_commit();
 
 /// The CPU's model name from /proc/cpuinfo ("unknown" when it has none).

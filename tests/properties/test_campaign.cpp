@@ -61,8 +61,9 @@ std::string shard_env(const std::string& set = "") {
          set;
 }
 
-// Two cheap properties: the campaign tests measure the protocol, not the properties.
-const std::vector<std::string> kProps = {"E4_PropCostIsSurvivors.RecomputedEqualsX", "O6_PropErrorsLeaveStateUnchanged.InvalidOperations"};
+// Two cheap properties: the campaign tests measure the protocol, not the properties. A sharded
+// campaign runs at least 101 cases a shard (RapidCheck's sizes 0..100, CP2).
+const std::vector<std::string> kProps = {"E1_PropRegression.TwoEvictionsBeforeAppendCompose", "E1_PropRegression.TwoInteriorRemovals"};
 
 std::vector<std::string> campaign_args(int cases, const std::string& out) {
   std::vector<std::string> a = {"campaign", "--cases", std::to_string(cases), "--seed", "77", "--out", out};
@@ -78,8 +79,10 @@ TEST(CP1_Shard, FromTheFlag) {
   EXPECT_EQ(pick({}, "0/1").total, 1);
   EXPECT_EQ(pick({}, "2/4", 4).index, 2);
   for (const std::string bad : {"4/4", "5/4", "1/0", "-1/4", "+1/4", "1/+4", " 1/4", "1/4 ", "a/4", "1/b", "1", "/4", "1/", "1/4/2",
-                                "0x1/4", "1e0/4", "1/100001"})
+                                "0x1/4", "1e0/4", "1/100001", "1/9223372036854775808", "99999999999999999999999/4"})
     EXPECT_NE(refusal({}, bad), "") << bad;
+  EXPECT_EQ(pick({}, "0000000000001/000000000000004").index, 1);  // leading zeros are still decimal
+  EXPECT_NE(refusal({}, "1/9223372036854775808").find("out of range"), std::string::npos);
   EXPECT_NE(refusal({}, "2/4", 8).find("--shards 8"), std::string::npos);
 }
 
@@ -140,6 +143,10 @@ TEST(CP1_Shard, BadOrContradictoryValuesAreRefusedNamingThem) {
        "SLURM_ARRAY_TASK_ID='3'"},
       {{{"SLURM_ARRAY_TASK_ID", "5"}, {"SLURM_ARRAY_TASK_COUNT", "3"}, {"SLURM_ARRAY_TASK_MIN", "1"}, {"SLURM_ARRAY_TASK_MAX", "7"}},
        "not a contiguous range"},
+      // Slurm's other variables without an id, a range with half its ends.
+      {{{"SLURM_ARRAY_TASK_COUNT", "4"}}, "SLURM_ARRAY_TASK_ID is not"},
+      {{{"SLURM_ARRAY_TASK_ID", "2"}, {"SLURM_ARRAY_TASK_COUNT", "3"}, {"SLURM_ARRAY_TASK_MIN", "1"}}, "SLURM_ARRAY_TASK_MAX is not"},
+      {{{"SLURM_ARRAY_TASK_ID", "2"}, {"SLURM_ARRAY_TASK_MAX", "3"}}, "SLURM_ARRAY_TASK_MIN is not"},
       // Kubernetes without a total.
       {{{"JOB_COMPLETION_INDEX", "1"}}, "--shards"},
   };
@@ -189,20 +196,23 @@ campaign::ShardResult run_here(const Shard& s, const std::string& out, int cases
   return campaign::run_shard(plan, ctx, log);
 }
 
-prop::Context chunk_mutant() {
+// A backend whose every call after its first flips a bit of layer-0 K: I1 catches it.
+prop::Context warm_mutant() {
   prop::Context ctx;
   ctx.factory = [](std::shared_ptr<const Model> model, const BackendOptions&) {
-    return std::make_unique<MutantBackend>(std::move(model), Mutation::kChunkSensitive);
+    return std::make_unique<MutantBackend>(std::move(model), Mutation::kWarmState);
   };
   return ctx;
 }
 
+const std::vector<std::string> kCatches = {"I1_PropRegression.DecodeStepEqualsBatch"};
+
 TEST(CP2_ShardRuns, AShardReRunAloneFindsTheSameCase) {
   // A backend that breaks I1: shard 1 of 3 fails, shrinks and records its reproduce string;
   // run alone again it fails the same way.
-  const std::vector<std::string> props = {"I1_PropInvariance.Chunkings"};
-  const auto a = run_here(Shard{1, 3, "t"}, fresh_dir("rerun_a"), 300, chunk_mutant(), props);
-  const auto b = run_here(Shard{1, 3, "t"}, fresh_dir("rerun_b"), 300, chunk_mutant(), props);
+  const std::vector<std::string> props = kCatches;
+  const auto a = run_here(Shard{1, 3, "t"}, fresh_dir("rerun_a"), 303, warm_mutant(), props);
+  const auto b = run_here(Shard{1, 3, "t"}, fresh_dir("rerun_b"), 303, warm_mutant(), props);
   ASSERT_EQ(a.properties.size(), 1u);
   EXPECT_EQ(a.properties[0].status, "failed");
   EXPECT_FALSE(a.properties[0].reproduce.empty());
@@ -210,23 +220,24 @@ TEST(CP2_ShardRuns, AShardReRunAloneFindsTheSameCase) {
   EXPECT_EQ(a.properties[0].passed, b.properties[0].passed);
   EXPECT_EQ(a.seed, b.seed);
   // Another shard draws other cases.
-  const auto c = run_here(Shard{2, 3, "t"}, fresh_dir("rerun_c"), 300, chunk_mutant(), props);
+  const auto c = run_here(Shard{2, 3, "t"}, fresh_dir("rerun_c"), 303, warm_mutant(), props);
   EXPECT_NE(c.seed, a.seed);
 }
 
 TEST(CP3_ShardFile, HoldsWhatTheMergeAndAReaderNeed) {
   const std::string dir = fresh_dir("file");
-  const auto r = run_here(Shard{1, 2, "--shard"}, dir, 10);
+  const auto r = run_here(Shard{1, 2, "--shard"}, dir, 203);
   const std::string path = dir + "/shard-1-of-2.json";
   ASSERT_TRUE(fs::exists(path));
   const json j = json::parse(slurp(path));
   EXPECT_EQ(j["akv_campaign_shard"], 1);
   EXPECT_EQ(j["campaign"]["seed"], 77);
-  EXPECT_EQ(j["campaign"]["cases"], 10);
+  EXPECT_EQ(j["campaign"]["cases"], 203);
+  EXPECT_EQ(j["campaign"]["rapidcheck"]["max_size"], 100);
   EXPECT_EQ(j["campaign"]["shards"], 2);
   EXPECT_EQ(j["campaign"]["properties"], json(kProps));
   EXPECT_EQ(j["shard"]["index"], 1);
-  EXPECT_EQ(j["shard"]["cases"], 5);
+  EXPECT_EQ(j["shard"]["cases"], 101);  // 203 = 102 + 101
   EXPECT_EQ(j["shard"]["seed"], campaign::shard_seed(77, Shard{1, 2, ""}));
   EXPECT_FALSE(j["akv"]["version"].get<std::string>().empty());
   EXPECT_FALSE(j["akv"]["commit"].get<std::string>().empty());
@@ -236,8 +247,8 @@ TEST(CP3_ShardFile, HoldsWhatTheMergeAndAReaderNeed) {
   ASSERT_EQ(j["properties"].size(), kProps.size());
   for (const json& p : j["properties"]) {
     EXPECT_EQ(p["status"], "passed");
-    EXPECT_EQ(p["cases_run"], 5);
-    EXPECT_EQ(p["passed"], 5);
+    EXPECT_EQ(p["cases_run"], 101);
+    EXPECT_EQ(p["passed"], 101);
     EXPECT_EQ(p["failed"], 0);
     EXPECT_FALSE(p.contains("reproduce"));  // absent, never null or ""
   }
@@ -247,7 +258,7 @@ TEST(CP3_ShardFile, HoldsWhatTheMergeAndAReaderNeed) {
 
 TEST(CP3_ShardFile, ATamperedOrMalformedFileIsRefusedNamingTheField) {
   const std::string dir = fresh_dir("tamper");
-  run_here(Shard{0, 2, "--shard"}, dir, 4);
+  run_here(Shard{0, 2, "--shard"}, dir, 202);
   const json good = json::parse(slurp(dir + "/shard-0-of-2.json"));
   const std::vector<std::pair<std::function<void(json&)>, std::string>> edits = {
       {[](json& j) { j["shard"]["seed"] = 1; }, "shard.seed"},
@@ -258,10 +269,19 @@ TEST(CP3_ShardFile, ATamperedOrMalformedFileIsRefusedNamingTheField) {
       {[](json& j) { j["properties"][0]["status"] = "fine"; }, "properties[0].status"},
       {[](json& j) { j["properties"][1]["counterexample"] = "../x.json"; }, "properties[1].counterexample"},
       {[](json& j) { j["campaign"].erase("backend"); }, "campaign.backend"},
+      {[](json& j) { j["campaign"]["rapidcheck"]["max_size"] = "100"; }, "campaign.rapidcheck.max_size"},
       {[](json& j) { j["campaign"]["cases"] = -4; }, "campaign.cases"},
       {[](json& j) { j["wall_seconds"] = nullptr; }, "wall_seconds"},
       {[](json& j) { j["shard"]["index"] = 2; }, "shard.index"},
       {[](json& j) { j["akv_campaign_shard"] = 2; }, "akv_campaign_shard"},
+      {[](json& j) { j["properties"][0]["id"] = "E1_PropRegression.TwoInteriorRemovals"; }, "properties[0].id"},
+      {[](json& j) { j["properties"][0]["reproduce"] = ""; }, "properties[0].reproduce"},
+      {[](json& j) { j["properties"][0]["counterexample"] = ".."; }, "properties[0].counterexample"},
+      {[](json& j) { j["started"] = "1"; }, "started"},
+      {[](json& j) { j["cpu_seconds"] = 1e308; }, "cpu_seconds"},
+      {[](json& j) { j["machine"]["extra"] = 1; }, "machine.extra"},
+      {[](json& j) { j["verdict"] = "PASS"; }, "verdict"},
+      {[](json& j) { j["properties"].erase(1); }, "properties"},
   };
   for (const auto& [edit, field] : edits) {
     json j = good;
@@ -311,7 +331,7 @@ TEST(CP4_Merge, FourShardProcessesSumToTheUnshardedRun) {
   };
   std::set<std::string> sources;
   for (const auto& [env, flags] : how) {
-    auto args = campaign_args(42, shards);
+    auto args = campaign_args(404, shards);
     args.insert(args.end(), flags.begin(), flags.end());
     const CliRun r = run_akv(args, shard_env(env), 300);
     ASSERT_EQ(r.code, 0) << r.out << r.err;
@@ -319,7 +339,7 @@ TEST(CP4_Merge, FourShardProcessesSumToTheUnshardedRun) {
   }
   for (int i = 0; i < 4; ++i) sources.insert(json::parse(slurp(shards + "/shard-" + std::to_string(i) + "-of-4.json"))["shard"]["source"]);
   EXPECT_EQ(sources.size(), 4u);
-  const CliRun one = run_akv(campaign_args(42, whole), shard_env(), 300);
+  const CliRun one = run_akv(campaign_args(404, whole), shard_env(), 300);
   ASSERT_EQ(one.code, 0) << one.out << one.err;
 
   const Merged four = merge({shards}), single = merge({whole});
@@ -331,19 +351,19 @@ TEST(CP4_Merge, FourShardProcessesSumToTheUnshardedRun) {
   for (size_t i = 0; i < kProps.size(); ++i) {
     const json &p = four.report["properties"][i], &q = single.report["properties"][i];
     EXPECT_EQ(p["id"], kProps[i]);
-    EXPECT_EQ(p["passed"], 42);
+    EXPECT_EQ(p["passed"], 404);
     EXPECT_EQ(p["cases_run"], q["cases_run"]);
     EXPECT_EQ(p["passed"], q["passed"]);
     EXPECT_EQ(p["failed"], 0);
   }
-  EXPECT_NE(four.text.find("PASS: 2 of 2 properties passed all 42 cases over 4 of 4 shards"), std::string::npos) << four.text;
+  EXPECT_NE(four.text.find("PASS: 2 of 2 properties passed all 404 cases over 4 of 4 shards"), std::string::npos) << four.text;
 }
 
 TEST(CP4_Merge, AFailureInOneShardReachesTheMerge) {
   const std::string dir = fresh_dir("fail");
-  const std::vector<std::string> props = {"I1_PropInvariance.Chunkings"};
+  const std::vector<std::string> props = kCatches;
   for (int i = 0; i < 4; ++i) {
-    const auto r = run_here(Shard{i, 4, "t"}, dir, 200, i == 2 ? chunk_mutant() : prop::Context{}, props);
+    const auto r = run_here(Shard{i, 4, "t"}, dir, 404, i == 2 ? warm_mutant() : prop::Context{}, props);
     EXPECT_EQ(r.passed(), i != 2);
   }
   const Merged m = merge({dir});
@@ -356,18 +376,18 @@ TEST(CP4_Merge, AFailureInOneShardReachesTheMerge) {
   EXPECT_NE(f["reproduce"].get<std::string>().find("RC_PARAMS=\"reproduce="), std::string::npos);
   EXPECT_TRUE(fs::exists(f["counterexample"].get<std::string>())) << f.dump();
   EXPECT_EQ(m.report["properties"][0]["failed"], 1);
-  EXPECT_LT(m.report["properties"][0]["passed"].get<int>(), 200);
+  EXPECT_LT(m.report["properties"][0]["passed"].get<int>(), 404);
   EXPECT_NE(m.text.find("FAIL " + props[0] + " in shard 2"), std::string::npos) << m.text;
   EXPECT_NE(m.text.find("reproduce: RC_PARAMS="), std::string::npos) << m.text;
 }
 
 TEST(CP4_Merge, MissingDuplicatedOrNoShardsFail) {
   const std::string dir = fresh_dir("missing"), dup = fresh_dir("dup"), empty = fresh_dir("empty");
-  for (int i : {0, 2, 3}) run_here(Shard{i, 4, "t"}, dir, 8);
+  for (int i : {0, 2, 3}) run_here(Shard{i, 4, "t"}, dir, 404);
   Merged m = merge({dir});
   EXPECT_EQ(m.code, 1);
   EXPECT_NE(m.text.find("missing shard 1 of 4"), std::string::npos) << m.text;
-  run_here(Shard{1, 4, "t"}, dir, 8);
+  run_here(Shard{1, 4, "t"}, dir, 404);
   EXPECT_EQ(merge({dir}).code, 0);
   fs::copy_file(dir + "/shard-3-of-4.json", dup + "/shard-3-of-4.json");
   m = merge({dir, dup});
@@ -377,14 +397,15 @@ TEST(CP4_Merge, MissingDuplicatedOrNoShardsFail) {
   EXPECT_EQ(m.code, 1);
   EXPECT_NE(m.text.find("no shard file"), std::string::npos) << m.text;
   EXPECT_EQ(m.report["passed"], false);
+  EXPECT_FALSE(m.report.contains("campaign"));  // nothing read: no campaign made up
 }
 
 TEST(CP4_Merge, ShardsOfDifferentCampaignsOrBadInputAreExit2) {
   const std::string a = fresh_dir("camp_a"), b = fresh_dir("camp_b"), bad = fresh_dir("camp_bad");
-  run_here(Shard{0, 2, "t"}, a, 8);
+  run_here(Shard{0, 2, "t"}, a, 202);
   campaign::Plan plan;
   plan.seed = 78;  // another seed: another campaign
-  plan.cases = 8;
+  plan.cases = 202;
   plan.properties = kProps;
   plan.shard = Shard{1, 2, "t"};
   plan.out = b;
@@ -398,10 +419,38 @@ TEST(CP4_Merge, ShardsOfDifferentCampaignsOrBadInputAreExit2) {
   EXPECT_EQ(m.code, 2);
   EXPECT_NE(m.text.find("shard-0-of-1.json"), std::string::npos) << m.text;
   EXPECT_EQ(merge({a + "/no-such-folder"}).code, 2);
+  // A file renamed to another shard's name, and things under a shard file's name that are not
+  // files (a folder, a looping link): each names itself, exit 2, never skipped.
+  const std::string renamed = fresh_dir("camp_renamed");
+  fs::copy_file(a + "/shard-0-of-2.json", renamed + "/shard-1-of-2.json");
+  m = merge({renamed});
+  EXPECT_EQ(m.code, 2);
+  EXPECT_NE(m.text.find("not the shard its name says"), std::string::npos) << m.text;
+  const std::string odd = fresh_dir("camp_odd");
+  fs::create_directory(odd + "/shard-1-of-2.json");
+  m = merge({odd});
+  EXPECT_EQ(m.code, 2);
+  EXPECT_NE(m.text.find("shard-1-of-2.json: not a regular file"), std::string::npos) << m.text;
+  const std::string loop = fresh_dir("camp_loop");
+  fs::create_symlink("shard-1-of-2.json", loop + "/shard-0-of-2.json");
+  fs::create_symlink("shard-0-of-2.json", loop + "/shard-1-of-2.json");
+  m = merge({loop});
+  EXPECT_EQ(m.code, 2) << m.text;
+  // RC_PARAMS' max_size in one shard's environment draws other cases: another campaign.
+  const std::string rc = fresh_dir("camp_rc");
+  auto args = campaign_args(202, rc);
+  args.insert(args.end(), {"--shard", "0/2"});
+  ASSERT_EQ(run_akv(args, shard_env()).code, 0);
+  args.back() = "1/2";
+  ASSERT_EQ(run_akv(args, shard_env("export RC_PARAMS=max_size=5;")).code, 0);
+  m = merge({rc});
+  EXPECT_EQ(m.code, 2);
+  EXPECT_NE(m.text.find("RapidCheck max_size 100 vs 5"), std::string::npos) << m.text;
 }
 
 TEST(CP5_CampaignCli, BadShardOptionsAreExit2BeforeAnythingRuns) {
   const std::string out = fresh_dir("cli");
+  std::ofstream(out + "/not-a-folder") << "x";  // a file where an --out below needs a folder
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {{"campaign", "--cases", "3", "--seed", "1", "--shard", "0/4", "--out", out}, "--cases 3 is fewer than the 4 shards"},
       {{"campaign", "--cases", "8", "--shard", "0/4", "--out", out}, "--seed"},
@@ -410,6 +459,8 @@ TEST(CP5_CampaignCli, BadShardOptionsAreExit2BeforeAnythingRuns) {
       {{"campaign", "--cases", "8", "--seed", "1", "--shards", "0", "--out", out}, "--shards"},
       {{"campaign", "--cases", "8", "--seed", "1", "--shards", "4", "--out", out}, "--shards 4 gives only the total"},
       {{"campaign", "--cases", "8", "merge", out}, "merge takes no campaign option"},
+      {{"campaign", "--cases", "400", "--seed", "1", "--shard", "0/4", "--out", out}, "fewer than RapidCheck's 101 sizes"},
+      {{"campaign", "--cases", "8", "--seed", "1", "--out", out + "/not-a-folder/x"}, "--out"},
       {{"campaign", "merge"}, "DIR"},
   };
   for (const auto& [args, named] : cases) {
@@ -421,7 +472,12 @@ TEST(CP5_CampaignCli, BadShardOptionsAreExit2BeforeAnythingRuns) {
   const CliRun r = run_akv({"campaign", "--cases", "8", "--seed", "1", "--out", out}, shard_env("export GTEST_SHARD_INDEX=9 GTEST_TOTAL_SHARDS=4;"));
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("GTEST_SHARD_INDEX='9'"), std::string::npos) << r.err;
-  EXPECT_TRUE(fs::is_empty(out));  // nothing ran, nothing written
+  const CliRun rc = run_akv({"campaign", "--cases", "8", "--seed", "1", "--out", out}, shard_env("export RC_PARAMS=max_size=abc;"));
+  EXPECT_EQ(rc.code, 2) << rc.out << rc.err;
+  EXPECT_NE(rc.err.find("RC_PARAMS"), std::string::npos) << rc.err;
+  EXPECT_TRUE(rc.out.empty()) << rc.out;
+  // Nothing ran, nothing written (but the stand-in file).
+  EXPECT_EQ(std::distance(fs::directory_iterator(out), fs::directory_iterator()), 1);
 }
 
 }  // namespace

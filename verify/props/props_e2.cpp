@@ -63,9 +63,14 @@ gen::ModelChoice named(gen::ModelChoice m) {
 
 void default_weights(const Context& ctx) {
   Drawn c = draw_case(ctx, 2);
-  const size_t budget = gen::budget_for(ctx.profile, gen::ModelChoice{});
-  if (c.model.config != "tiny") c.conv = *gen::conversation(ctx.profile, budget, 2);
-  c.model = gen::ModelChoice{};  // tiny, weight seed 1: the witness's defaults
+  // A profile with a model of its own (real) draws every case on it, its token ids over that
+  // model's vocabulary: its weights are the defaults here. Otherwise tiny, weight seed 1 (its
+  // ids are drawn anew when another model was drawn, so they fit tiny's vocabulary).
+  if (ctx.profile.model.empty()) {
+    const size_t budget = gen::budget_for(ctx.profile, gen::ModelChoice{});
+    if (c.model.config != "tiny") c.conv = *gen::conversation(ctx.profile, budget, 2);
+    c.model = gen::ModelChoice{};
+  }
   check_moves(ctx, c.model, c.conv, applicable_request(c.conv));
 }
 
@@ -85,7 +90,9 @@ void real_conversations(const Context& ctx) {
 
 void add_e2_properties(std::vector<PropertyDef>& v) {
   v.push_back({"E2_PropPoisonMovesLogits", "DefaultWeights",
-               "on the default weights (tiny, seed 1) a non-empty evicted span moves the next-token logits", default_weights});
+               "on the default weights (tiny, seed 1; the real profile's model under it) a non-empty evicted span moves the "
+               "next-token logits",
+               default_weights});
   v.push_back({"E2_PropPoisonMovesLogits", "DrawnWeights", "the same on drawn models and weight seeds", drawn_weights});
   v.push_back({"E2_PropPoisonMovesLogits", "RealConversations", "the same on windows of the bundled real conversations",
                real_conversations});
