@@ -4,6 +4,13 @@
 // proven bound and their ratio, then each backend's largest error against the bound
 // (spec/bounds.md B11). Exit 0 every logit within a finite bound, 1 a bound violated or
 // vacuous (+inf, B15), 2 bad input (spec/input.md IN4, IN5).
+//
+// akv bounds FILE --per-op [--model M] [--tables all|cpu|cuda-emu | --kernels LIB.so] [--max-tokens N]
+// Every op of every layer of the reference's forward pass over the conversation, and each
+// optimized op table on the same inputs, within B_ref + B_opt of the reference (spec/bounds.md
+// B16), on any model (smollm2, a GGUF file, a Hugging Face folder). Exit 0 sound, 1 an op over
+// its bound or a bound vacuous, 2 bad input.
+#include <algorithm>
 #include <iostream>
 #include <memory>
 
@@ -13,7 +20,11 @@
 #include "reference/chat.hpp"
 #include "reference/error.hpp"
 #include "reference/model.hpp"
+#include "cli/shared_options.hpp"
+#include "optimized/composed/plugin.hpp"
 #include "verify/bounds/end_to_end.hpp"
+#include "verify/check/per_op.hpp"
+#include "verify/models.hpp"
 
 namespace akv::cli {
 
@@ -25,9 +36,48 @@ struct BoundsArgs {
   size_t max_tokens = 0;  // 0: the whole conversation
   bounds::BoundsOptions opt;
   bool json = false;
+  bool per_op = false;
+  std::string tables = "all";
+  std::string kernels;
 };
 
+// The tokens of the conversation under the model's own chat encoder, the first max_tokens.
+std::vector<Token> conversation_tokens(const Conversation& conv, const ChatEncoder& enc, size_t max_tokens) {
+  const EncodedConversation e = enc.encode(conv);
+  std::vector<Token> tokens = e.preamble;
+  for (const auto& s : e.spans) tokens.insert(tokens.end(), s.begin(), s.end());
+  if (max_tokens > 0 && tokens.size() > max_tokens) tokens.resize(max_tokens);
+  return tokens;
+}
+
+int run_per_op(const BoundsArgs& a) {
+  const Conversation conv = load_conversation(a.file);
+  const LoadedModel lm = load_model(a.model, a.seed);
+  const std::vector<Token> tokens = conversation_tokens(conv, *lm.encoder, a.max_tokens);
+  std::vector<check::OpTable> tables;
+  if (!a.kernels.empty())
+    tables.push_back(check::plugin_op_table(load_kernels(a.kernels)));
+  else
+    tables = check::optimized_op_tables(a.tables == "all" ? "" : a.tables);
+  const check::PerOpReport r = check::per_op_check(*lm.model, tokens, tables, lm.name);
+  if (a.json) {
+    nlohmann::json j = check::to_json(r);
+    j["file"] = a.file;
+    j["ignored_fields"] = conv.ignored;
+    print_json(j);
+  } else {
+    std::cout << a.file + "\n" + check::to_text(r) << std::flush;
+  }
+  return r.sound() ? 0 : 1;
+}
+
 int run_bounds_cmd(const BoundsArgs& a) {
+  if (a.per_op) return run_per_op(a);
+  const std::vector<std::string> configs = config_names();
+  if (std::find(configs.begin(), configs.end(), a.model) == configs.end())
+    throw Error(ErrorCode::kBadInput, "--model " + a.model + ": the end-to-end enclosure runs on the synthetic models (" +
+                                          names_help(configs) + "); --per-op runs on any model");
+  if (!a.kernels.empty() || a.tables != "all") throw Error(ErrorCode::kBadInput, "--tables and --kernels need --per-op");
   const Conversation conv = load_conversation(a.file);
   const Config config = config_by_name(a.model);
   check_token_ids(conv, config.vocab);
@@ -55,10 +105,8 @@ Command add_bounds(CLI::App& app) {
   auto a = std::make_shared<BoundsArgs>();
   auto* b = app.add_subcommand("bounds", "Per-logit float value, exact (MPFR) value, observed error and proven bound");
   b->add_option("FILE", a->file, "Conversation: OpenAI chat JSON with \"messages\"")->required()->check(nonempty());
-  // Help and accepted values from one registry (config_names(), spec/model.md M2).
-  b->add_option("--model", a->model, "Model config: " + names_help(config_names()) + " (the oracle is slow beyond tiny)")
-      ->capture_default_str()
-      ->check(one_of(config_names()));
+  // Help and accepted values from one registry (model_forms(), spec/model.md M2).
+  add_model_option(b, a->model);
   b->add_option("--seed", a->seed, "Weight seed")->capture_default_str()->check(decimal(0, UINT64_MAX));
   b->add_option("--max-tokens", a->max_tokens, "Use only the first N tokens (0: all; the oracle is slow on small)")
       ->capture_default_str()
@@ -66,6 +114,16 @@ Command add_bounds(CLI::App& app) {
   b->add_option("--terms", a->opt.max_terms, "Terms one enclosed value keeps (more: tighter bound, slower)")
       ->capture_default_str()
       ->check(decimal(1, size_t{1} << 20));
+  b->add_flag("--per-op", a->per_op,
+              "Check every op of every layer of the model on the conversation against the reference, each within "
+              "B_ref + B_opt (spec/bounds.md B16); any model. Without it: the end-to-end enclosure (B11), synthetic "
+              "models only (the oracle is slow beyond tiny)");
+  auto* tab = b->add_option("--tables", a->tables, "With --per-op: the op tables checked: all, cpu (every ISA this CPU has), cuda-emu")
+      ->capture_default_str()
+      ->check(one_of({"all", "cpu", "cuda-emu"}));
+  b->add_option("--kernels", a->kernels, "With --per-op: check a kernel library's ops (include/akv/kernels.h) instead")
+      ->check(nonempty())
+      ->excludes(tab);
   b->add_flag("--json", a->json, "Print one JSON object instead of text");
   return {b, [a] { return run_bounds_cmd(*a); }};
 }

@@ -24,7 +24,7 @@ namespace {
 
 // The registry behind `--option` of `akv command`; empty: the command has no such list.
 std::vector<std::string> registry(const std::string& command, const std::string& option) {
-  if (option == "model") return command == "bounds" ? config_names() : model_forms();
+  if (option == "model") return model_forms();
   if (option == "backend") return known_backend_names();
   if (option == "isa") return cpu::isa_choices();
   if (option == "policy" || option == "policies") return policy_names();

@@ -50,6 +50,31 @@ double dot_bound(const float* x, int sx, const float* y, int sy, int n) {
   return dot_bound_from_abs(s, n);
 }
 
+double abs_dot_nearest(const float* x, const float* y, int n) {
+  double p[8] = {0, 0, 0, 0, 0, 0, 0, 0};  // independent chains: the bound holds for any order
+  int i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int j = 0; j < 8; ++j) p[j] += std::fabs(static_cast<double>(x[i + j]) * static_cast<double>(y[i + j]));
+  for (; i < n; ++i) p[0] += std::fabs(static_cast<double>(x[i]) * static_cast<double>(y[i]));
+  return ((p[0] + p[1]) + (p[2] + p[3])) + ((p[4] + p[5]) + (p[6] + p[7]));
+}
+
+double abs_dot_up(const float* x, const float* y, int n) {
+  const double s = abs_dot_nearest(x, y, n);
+  if (!std::isfinite(s)) return kInf;
+  return div_up(s, down(1.0 - gamma53(n + 8)));
+}
+
+void matmul_bounds(const float* X, const float* W, int M, int n, int d, double* out) {
+  // gamma_n * S <= gamma_n / (1 - gamma53(n + 8)) * s for the computed s of S (abs_dot_nearest).
+  const double c = div_up(gamma(n), down(1.0 - gamma53(n + 8))), uf = underflow(n);
+  for (int m = 0; m < M; ++m)
+    for (int j = 0; j < d; ++j) {
+      const double s = abs_dot_nearest(X + static_cast<size_t>(m) * n, W + static_cast<size_t>(j) * n, n);
+      out[static_cast<size_t>(m) * d + j] = std::isfinite(s) ? add_up(mul_up(c, s), uf) : kInf;
+    }
+}
+
 std::vector<double> rmsnorm_bounds(std::span<const float> x, std::span<const float> w, float eps) {
   const std::vector<double> xc(x.begin(), x.end()), xr(x.size(), 0.0);
   return rmsnorm_bounds_box(xc, xr, w, eps);

@@ -17,6 +17,21 @@ double dot_bound_from_abs(double sum_abs, int n);
 /// B1. Dot product x (n,) . y (n,), x[i*sx], y[i*sy]: gamma_n sum|x_i y_i| +
 /// (1 + gamma_n) n 2^-150. A matmul row is one dot product (Higham §3.1, eq. 3.5).
 double dot_bound(const float* x, int sx, const float* y, int sy, int n);
+/// An upper bound of sum|x_i y_i| over x, y (n,), fast enough for every row of a real model's
+/// matmuls (B16): each |x_i y_i| is exact in double, the sum runs in eight partial sums in
+/// round-to-nearest double (error <= gamma53(n) of the sum in any order), then it is divided
+/// by 1 - gamma53(n) rounded outward. dot_bound_from_abs(abs_dot_up(x, y, n), n) >= B1.
+double abs_dot_up(const float* x, const float* y, int n);
+
+/// sum|x_i y_i| in double, eight partial sums, round to nearest (no outward rounding): within
+/// gamma53(n + 8) of the true sum, below or above. abs_dot_up and matmul_bounds widen it.
+double abs_dot_nearest(const float* x, const float* y, int n);
+
+/// B1 of every output of Y (M, d) = X (M, n) W^T, W (d, n) row-major, into out (M, d):
+/// out[m d + j] >= dot_bound(X_m, W_j), from abs_dot_up's sum with gamma_n / (1 - gamma53)
+/// and the underflow term taken once per call (two outward roundings an output).
+void matmul_bounds(const float* X, const float* W, int M, int n, int d, double* out);
+
 inline double dot_bound(std::span<const float> x, std::span<const float> y) {
   return dot_bound(x.data(), 1, y.data(), 1, static_cast<int>(x.size()));
 }

@@ -1,12 +1,16 @@
 #include "verify/check/ops.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <limits>
 
 #include "optimized/cpu/isa.hpp"
 #include "optimized/cpu/kernels.hpp"
 #include "optimized/cuda/arith/dot.hpp"
 #include "optimized/cuda/arith/elementwise.hpp"
 #include "optimized/cuda/arith/hd.hpp"
+#include "optimized/composed/op_set.hpp"
 #include "optimized/cuda/emu/emu_ops.hpp"
 #include "reference/ops.hpp"
 
@@ -121,6 +125,60 @@ std::vector<OpTable> op_tables() {
   for (cpu::Isa i : cpu::all_isas()) all.push_back(cpu_table(i));
   all.push_back(cuda_emu_table());
   return all;
+}
+
+OpTable plugin_op_table(std::shared_ptr<const OpSet> ops) {
+  OpTable t;
+  t.label = "plugin_";
+  for (char c : ops->name()) t.label += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  // Scratch of `op` for these sizes, NaN-filled so stale data cannot hide (GT2).
+  auto scratch = [ops](uint32_t op, int M, int n, int d) {
+    return std::vector<float>(std::max<size_t>(ops->scratch_floats(op, M, n, d), 1),
+                              std::numeric_limits<float>::quiet_NaN());
+  };
+  t.matmul = [ops, scratch](float* Y, const float* X, const float* W, int M, int n, int d) {
+    const akv_kernels& k = ops->ops();
+    void* prepared = k.prepare_weight != nullptr ? k.prepare_weight(k.ctx, W, d, n) : nullptr;
+    std::vector<float> s = scratch(AKV_OP_MATMUL, M, n, d);
+    k.matmul(k.ctx, Y, static_cast<size_t>(d), X, static_cast<size_t>(n), M, W, prepared, n, d, s.data());
+    if (prepared != nullptr) k.release_weight(k.ctx, prepared);
+  };
+  t.dot = [m = t.matmul](const float* x, const float* y, int n) {
+    float out;
+    m(&out, x, y, 1, n, 1);
+    return out;
+  };
+  t.rmsnorm = [ops](float* out, const float* x, const float* w, int M, int n, float eps) {
+    const akv_kernels& k = ops->ops();
+    k.rmsnorm(k.ctx, out, x, w, M, n, eps);
+  };
+  t.rope = [ops](float* x, int M, int heads, int hd, int pos0, const float* cos, const float* sin) {
+    const akv_kernels& k = ops->ops();
+    std::vector<int32_t> pos(static_cast<size_t>(M));
+    for (int r = 0; r < M; ++r) pos[static_cast<size_t>(r)] = pos0 + r;
+    k.rope(k.ctx, x, static_cast<size_t>(heads) * hd, M, heads, hd, pos.data(), cos, sin);
+  };
+  t.attention = [ops, scratch](float* out, const float* q, const float* kk, const float* v, int M, int pos0, int heads,
+                               int kvh, int hd) {
+    const akv_kernels& k = ops->ops();
+    const size_t qd = static_cast<size_t>(heads) * hd, kvd = static_cast<size_t>(kvh) * hd;
+    std::vector<float> s = scratch(AKV_OP_ATTENTION, M, pos0 + M, static_cast<int>(qd));
+    k.attention(k.ctx, out, qd, q, qd, kk, v, kvd, nullptr, M, pos0, heads, kvh, hd,
+                1.0f / std::sqrt(static_cast<float>(hd)), s.data());
+  };
+  t.swiglu = [ops](float* out, const float* g, const float* u, int n) {
+    const akv_kernels& k = ops->ops();
+    k.swiglu(k.ctx, out, g, u, n);
+  };
+  t.add = [ops](float* x, const float* y, int n) {
+    const akv_kernels& k = ops->ops();
+    k.add(k.ctx, x, y, n);
+  };
+  if (ops->own() & AKV_OP_ATTENTION)
+    t.attention_rounding = bounds::attn_rounding_any_block;
+  else
+    t.attention_rounding = bounds::attn_rounding_reference;
+  return t;
 }
 
 std::vector<OpTable> optimized_op_tables(const std::string& backend) {

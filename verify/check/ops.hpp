@@ -5,10 +5,15 @@
 // pointer can sit behind one through lambdas (the plugin kernels of spec/gate.md).
 #pragma once
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "verify/bounds/op_bounds.hpp"
+
+namespace akv {
+class OpSet;
+}
 
 namespace akv::check {
 
@@ -53,5 +58,12 @@ std::vector<OpTable> op_tables();
 /// The tables other than the reference: the optimized kernels checked against it, those of
 /// the cpu backend (`cpu`, one per ISA) or cuda-emu (`cuda-emu`); all when `backend` is "".
 std::vector<OpTable> optimized_op_tables(const std::string& backend = "");
+
+/// A kernel library's table (spec/gate.md GT1, loaded by load_kernels) as an op table, label
+/// "plugin_NAME": its ops where it provides them, the reference's elsewhere, through the C ABI
+/// (include/akv/kernels.h) with prepared weights and NaN-filled scratch, one thread. Its
+/// attention is modelled as the gate models a plugin's (attn_rounding_any_block); dot is a
+/// one-row matmul.
+OpTable plugin_op_table(std::shared_ptr<const OpSet> ops);
 
 }  // namespace akv::check
