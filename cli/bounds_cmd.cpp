@@ -10,6 +10,11 @@
 // optimized op table on the same inputs, within B_ref + B_opt of the reference (spec/bounds.md
 // B16), on any model (smollm2, a GGUF file, a Hugging Face folder). Exit 0 sound, 1 an op over
 // its bound or a bound vacuous, 2 bad input.
+//
+// akv bounds FILE --a-posteriori [--model M] [--max-tokens N]
+// The exact next-token logits enclosed by the reference template on 267-bit intervals, and
+// each backend's logits certified within a computed distance of them (spec/bounds.md B17), on
+// any model. Exit 0 every enclosure within 1e-20, 1 one wider or a backend logit not finite.
 #include <algorithm>
 #include <iostream>
 #include <memory>
@@ -22,6 +27,8 @@
 #include "reference/model.hpp"
 #include "cli/shared_options.hpp"
 #include "optimized/composed/plugin.hpp"
+#include "verify/backends.hpp"
+#include "verify/bounds/a_posteriori.hpp"
 #include "verify/bounds/end_to_end.hpp"
 #include "verify/check/per_op.hpp"
 #include "verify/models.hpp"
@@ -37,6 +44,8 @@ struct BoundsArgs {
   bounds::BoundsOptions opt;
   bool json = false;
   bool per_op = false;
+  bool a_posteriori = false;
+  long bits = 267;
   std::string tables = "all";
   std::string kernels;
 };
@@ -50,6 +59,21 @@ std::vector<Token> conversation_tokens(const Conversation& conv, const ChatEncod
   return tokens;
 }
 
+// Prints a report (its to_json with the file, or its to_text) and returns its exit code.
+template <class Report>
+int print_report(const BoundsArgs& a, const Conversation& conv, const Report& r) {
+  using check::to_json, check::to_text, bounds::to_json, bounds::to_text;
+  if (a.json) {
+    nlohmann::json j = to_json(r);
+    j["file"] = a.file;
+    j["ignored_fields"] = conv.ignored;
+    print_json(j);
+  } else {
+    std::cout << a.file + "\n" + to_text(r) << std::flush;
+  }
+  return r.sound() ? 0 : 1;
+}
+
 int run_per_op(const BoundsArgs& a) {
   const Conversation conv = load_conversation(a.file);
   const LoadedModel lm = load_model(a.model, a.seed);
@@ -59,25 +83,26 @@ int run_per_op(const BoundsArgs& a) {
     tables.push_back(check::plugin_op_table(load_kernels(a.kernels)));
   else
     tables = check::optimized_op_tables(a.tables == "all" ? "" : a.tables);
-  const check::PerOpReport r = check::per_op_check(*lm.model, tokens, tables, lm.name);
-  if (a.json) {
-    nlohmann::json j = check::to_json(r);
-    j["file"] = a.file;
-    j["ignored_fields"] = conv.ignored;
-    print_json(j);
-  } else {
-    std::cout << a.file + "\n" + check::to_text(r) << std::flush;
-  }
-  return r.sound() ? 0 : 1;
+  return print_report(a, conv, check::per_op_check(*lm.model, tokens, tables, lm.name));
+}
+
+int run_a_posteriori(const BoundsArgs& a) {
+  const Conversation conv = load_conversation(a.file);
+  const LoadedModel lm = load_model(a.model, a.seed);
+  const std::vector<Token> tokens = conversation_tokens(conv, *lm.encoder, a.max_tokens);
+  return print_report(a, conv, bounds::run_a_posteriori(lm.model, tokens, backend_names(), lm.name, a.bits));
 }
 
 int run_bounds_cmd(const BoundsArgs& a) {
+  if (!a.kernels.empty() || a.tables != "all")
+    if (!a.per_op) throw Error(ErrorCode::kBadInput, "--tables and --kernels need --per-op");
+  if (a.bits != 267 && !a.a_posteriori) throw Error(ErrorCode::kBadInput, "--bits needs --a-posteriori");
   if (a.per_op) return run_per_op(a);
+  if (a.a_posteriori) return run_a_posteriori(a);
   const std::vector<std::string> configs = config_names();
   if (std::find(configs.begin(), configs.end(), a.model) == configs.end())
     throw Error(ErrorCode::kBadInput, "--model " + a.model + ": the end-to-end enclosure runs on the synthetic models (" +
-                                          names_help(configs) + "); --per-op runs on any model");
-  if (!a.kernels.empty() || a.tables != "all") throw Error(ErrorCode::kBadInput, "--tables and --kernels need --per-op");
+                                          names_help(configs) + "); --per-op and --a-posteriori run on any model");
   const Conversation conv = load_conversation(a.file);
   const Config config = config_by_name(a.model);
   check_token_ids(conv, config.vocab);
@@ -88,16 +113,7 @@ int run_bounds_cmd(const BoundsArgs& a) {
   }
   if (a.max_tokens > 0 && tokens.size() > a.max_tokens) tokens.resize(a.max_tokens);
   const auto model = make_model(config, a.seed);
-  const bounds::BoundsReport r = bounds::run_bounds(model, a.seed, tokens, a.opt);
-  if (a.json) {
-    nlohmann::json j = bounds::to_json(r);
-    j["file"] = a.file;
-    j["ignored_fields"] = conv.ignored;
-    print_json(j);
-  } else {
-    std::cout << a.file + "\n" + bounds::to_text(r) << std::flush;
-  }
-  return r.sound() ? 0 : 1;
+  return print_report(a, conv, bounds::run_bounds(model, a.seed, tokens, a.opt));
 }
 }  // namespace
 
@@ -118,6 +134,13 @@ Command add_bounds(CLI::App& app) {
               "Check every op of every layer of the model on the conversation against the reference, each within "
               "B_ref + B_opt (spec/bounds.md B16); any model. Without it: the end-to-end enclosure (B11), synthetic "
               "models only (the oracle is slow beyond tiny)");
+  b->add_flag("--a-posteriori", a->a_posteriori,
+              "Enclose the exact next-token logits with 267-bit intervals and certify each backend's distance to "
+              "them (spec/bounds.md B17): this input and these backends only, not a bound for every backend; any model")
+      ->excludes("--per-op");
+  b->add_option("--bits", a->bits, "With --a-posteriori: the intervals' precision in bits (deeper models need more)")
+      ->capture_default_str()
+      ->check(decimal(64, 100000));
   auto* tab = b->add_option("--tables", a->tables, "With --per-op: the op tables checked: all, cpu (every ISA this CPU has), cuda-emu")
       ->capture_default_str()
       ->check(one_of({"all", "cpu", "cuda-emu"}));

@@ -27,9 +27,10 @@ struct RunState {
 /// Runs `token` at position `pos` == cache.size(): appends its K/V to every layer of
 /// `cache` and writes its logits (vocab,) to `logits`; logits == nullptr skips the final
 /// RMSNorm and classifier (the cache is the same either way). Preconditions (checked by the
-/// caller, the Session): 0 <= token < vocab, pos < max_ctx.
-template <class T>
-void forward_token(const ModelT<T>& m, KVCacheT<T>& cache, Token token, T* logits, RunState<T>& s) {
+/// caller, the Session): 0 <= token < vocab, pos < max_ctx. The weights' scalar Wt is T, or
+/// float under a wider T (the interval oracle keeps a real model's weights as floats, B17).
+template <class T, class Wt>
+void forward_token(const ModelT<Wt>& m, KVCacheT<T>& cache, Token token, T* logits, RunState<T>& s) {
   const Config& c = m.config;
   const int d = c.hidden, hd = c.head_dim, kvd = c.kv_dim();
   const int group = c.n_heads / c.n_kv_heads;
@@ -40,7 +41,7 @@ void forward_token(const ModelT<T>& m, KVCacheT<T>& cache, Token token, T* logit
 
   std::copy_n(m.weights.tok_emb.begin() + static_cast<size_t>(token) * d, d, s.x.begin());
   for (int l = 0; l < c.n_layers; ++l) {
-    const LayerWeights<T>& w = m.weights.layers[l];
+    const LayerWeights<Wt>& w = m.weights.layers[l];
     rmsnorm(s.xb.data(), s.x.data(), w.attn_norm.data(), d, c.rms_eps);
     matmul(s.q.data(), s.xb.data(), w.wq.data(), d, c.q_dim());
     matmul(s.k.data(), s.xb.data(), w.wk.data(), d, kvd);

@@ -9,20 +9,22 @@
 
 namespace akv::ref {
 
-/// out (d,) = W (d, n) @ x (n,). M8. out must not alias x.
-template <class T>
-void matmul(T* out, const T* x, const T* W, int n, int d) {
+/// out (d,) = W (d, n) @ x (n,). M8. out must not alias x. W may be of another scalar type
+/// than x (float weights under an interval oracle, spec/bounds.md B17); each product is W * T.
+template <class T, class Wt = T>
+void matmul(T* out, const T* x, const Wt* W, int n, int d) {
   for (int i = 0; i < d; ++i) {
-    const T* row = W + static_cast<size_t>(i) * n;
+    const Wt* row = W + static_cast<size_t>(i) * n;
     T acc = T(0);
     for (int j = 0; j < n; ++j) acc = acc + row[j] * x[j];
     out[i] = acc;
   }
 }
 
-/// out (n,) = x / sqrt(mean(x^2) + eps) * w. M7 (Zhang & Sennrich, RMSNorm, 2019).
-template <class T>
-void rmsnorm(T* out, const T* x, const T* w, int n, float eps) {
+/// out (n,) = x / sqrt(mean(x^2) + eps) * w. M7 (Zhang & Sennrich, RMSNorm, 2019). w may be of
+/// another scalar type than x, as in matmul.
+template <class T, class Wt = T>
+void rmsnorm(T* out, const T* x, const Wt* w, int n, float eps) {
   T ss = T(0);
   for (int j = 0; j < n; ++j) ss = ss + x[j] * x[j];
   const T inv = T(1) / ScalarOps<T>::sqrt(ss / T(n) + T(eps));

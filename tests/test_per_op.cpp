@@ -171,5 +171,5 @@ TEST(B16_PerOp, TheCliChecksAnyModelAndRefusesPerOpOptionsWithoutIt) {
   EXPECT_NE(no_flag.err.find("--per-op"), std::string::npos) << no_flag.err;
   const test::CliRun real_without = test::run_akv({"bounds", f, "--model", "smollm2"});
   EXPECT_EQ(real_without.code, 2);
-  EXPECT_NE(real_without.err.find("--per-op runs on any model"), std::string::npos) << real_without.err;
+  EXPECT_NE(real_without.err.find("--per-op and --a-posteriori run on any model"), std::string::npos) << real_without.err;
 }

@@ -22,6 +22,8 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
+}  // namespace
+
 void check_tokens(const Config& c, std::span<const Token> tokens) {
   if (tokens.empty()) throw Error(ErrorCode::kEmptyInput, "no tokens to run");
   if (tokens.size() > static_cast<size_t>(c.max_ctx))
@@ -40,7 +42,6 @@ std::vector<float> next_logits(const std::string& name, const std::shared_ptr<co
   backend->forward(cache, tokens, all);
   return std::vector<float>(all.end() - static_cast<std::ptrdiff_t>(vocab), all.end());
 }
-}  // namespace
 
 BoundsReport run_bounds(const std::shared_ptr<const Model>& model, uint64_t seed, std::span<const Token> tokens,
                         const BoundsOptions& opt) {

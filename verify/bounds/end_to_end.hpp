@@ -64,6 +64,15 @@ struct BoundsReport {
   }
 };
 
+/// Error(kEmptyInput / kContextOverflow / kInvalidToken) unless 1 <= n <= max_ctx and every id
+/// is in [0, vocab).
+void check_tokens(const Config& c, std::span<const Token> tokens);
+
+/// The next-token logits (vocab,) of backend `name` (verify/backends.hpp) after `tokens` on a
+/// fresh cache, in one forward call.
+std::vector<float> next_logits(const std::string& name, const std::shared_ptr<const Model>& model,
+                               std::span<const Token> tokens);
+
 /// Runs `tokens` (n >= 1, each in [0, vocab), n <= max_ctx) through the backends, the
 /// enclosure (ref::forward_token<Aff>) and the oracle (ref::forward_token<Real>).
 /// Throws Error(kEmptyInput / kInvalidToken / kContextOverflow) on bad input.

@@ -10,6 +10,7 @@
 #include <tuple>
 
 #include "reference/error.hpp"
+#include "verify/bounds/end_to_end.hpp"
 #include "verify/bounds/op_bounds.hpp"
 #include "verify/bounds/rigorous.hpp"
 #include "verify/digest.hpp"
@@ -267,14 +268,7 @@ const OpStat* PerOpReport::worst() const {
 PerOpReport per_op_check(const Model& m, std::span<const Token> tokens, const std::vector<OpTable>& tables,
                          const std::string& model_name) {
   const Config& c = m.config;
-  if (tokens.empty()) throw Error(ErrorCode::kEmptyInput, "per-op check: no tokens");
-  if (tokens.size() > sz(c.max_ctx))
-    throw Error(ErrorCode::kContextOverflow, "per-op check: " + std::to_string(tokens.size()) +
-                                                 " tokens exceed the model's context of " + std::to_string(c.max_ctx));
-  for (size_t i = 0; i < tokens.size(); ++i)
-    if (tokens[i] < 0 || tokens[i] >= c.vocab)
-      throw Error(ErrorCode::kInvalidToken, "per-op check: token " + std::to_string(tokens[i]) + " at " +
-                                                std::to_string(i) + " is outside [0, " + std::to_string(c.vocab) + ")");
+  bounds::check_tokens(c, tokens);
   const auto t0 = std::chrono::steady_clock::now();
   PerOpReport rep;
   rep.model = model_name;

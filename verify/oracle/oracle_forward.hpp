@@ -11,9 +11,10 @@
 namespace akv::oracle {
 
 /// The logits (vocab,) after appending `tokens` (n >= 1) to an empty cache, one token at a
-/// time through ref::forward_token<T>. Tokens must lie in [0, vocab), n <= max_ctx.
-template <class T>
-std::vector<T> last_logits(const ModelT<T>& m, std::span<const Token> tokens) {
+/// time through ref::forward_token<T>, the weights of scalar Wt (T, or float). Tokens must
+/// lie in [0, vocab), n <= max_ctx.
+template <class Wt, class T = Wt>
+std::vector<T> last_logits(const ModelT<Wt>& m, std::span<const Token> tokens) {
   KVCacheT<T> cache(m.config);
   ref::RunState<T> s(m.config);
   std::vector<T> logits(m.config.vocab);
