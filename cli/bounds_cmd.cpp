@@ -5,7 +5,7 @@
 // (spec/bounds.md B11). Exit 0 every logit within a finite bound, 1 a bound violated or
 // vacuous (+inf, B15), 2 bad input (spec/input.md IN4, IN5).
 //
-// akv bounds FILE --per-op [--model M] [--tables all|cpu|cuda-emu | --kernels LIB.so] [--max-tokens N]
+// akv bounds FILE --per-op [--model M] [--tables all|cpu|cuda-emu | --kernels LIB.so] [--from P] [--max-tokens N]
 // Every op of every layer of the reference's forward pass over the conversation, and each
 // optimized op table on the same inputs, within B_ref + B_opt of the reference (spec/bounds.md
 // B16), on any model (smollm2, a GGUF file, a Hugging Face folder). Exit 0 sound, 1 an op over
@@ -48,6 +48,7 @@ struct BoundsArgs {
   long bits = 267;
   std::string tables = "all";
   std::string kernels;
+  size_t from = 0;
 };
 
 // The tokens of the conversation under the model's own chat encoder, the first max_tokens.
@@ -83,7 +84,7 @@ int run_per_op(const BoundsArgs& a) {
     tables.push_back(check::plugin_op_table(load_kernels(a.kernels)));
   else
     tables = check::optimized_op_tables(a.tables == "all" ? "" : a.tables);
-  return print_report(a, conv, check::per_op_check(*lm.model, tokens, tables, lm.name));
+  return print_report(a, conv, check::per_op_check(*lm.model, tokens, tables, lm.name, a.from));
 }
 
 int run_a_posteriori(const BoundsArgs& a) {
@@ -97,6 +98,7 @@ int run_bounds_cmd(const BoundsArgs& a) {
   if (!a.kernels.empty() || a.tables != "all")
     if (!a.per_op) throw Error(ErrorCode::kBadInput, "--tables and --kernels need --per-op");
   if (a.bits != 267 && !a.a_posteriori) throw Error(ErrorCode::kBadInput, "--bits needs --a-posteriori");
+  if (a.from != 0 && !a.per_op) throw Error(ErrorCode::kBadInput, "--from needs --per-op");
   if (a.per_op) return run_per_op(a);
   if (a.a_posteriori) return run_a_posteriori(a);
   const std::vector<std::string> configs = config_names();
@@ -144,6 +146,11 @@ Command add_bounds(CLI::App& app) {
   auto* tab = b->add_option("--tables", a->tables, "With --per-op: the op tables checked: all, cpu (every ISA this CPU has), cuda-emu")
       ->capture_default_str()
       ->check(one_of({"all", "cpu", "cuda-emu"}));
+  b->add_option("--from", a->from,
+                "With --per-op: check positions from P on (the tokens before P run through the reference alone, "
+                "for their keys and values): e.g. a tool result's span")
+      ->capture_default_str()
+      ->check(decimal(0, 0x7fffffff));
   b->add_option("--kernels", a->kernels, "With --per-op: check a kernel library's ops (include/akv/kernels.h) instead")
       ->check(nonempty())
       ->excludes(tab);

@@ -60,7 +60,7 @@ TEST(B17_APosteriori, TheIntervalsHoldTheMpfrOracleOnTiny) {
 
 TEST(B17_APosteriori, EachBackendIsCertifiedToItsOwnErrorOnSmall) {
   const auto m = check::small_model();
-  const auto toks = check::tokens(8, 4, m->config.vocab);
+  const auto toks = check::tokens(6, 4, m->config.vocab);
   const bounds::PosterioriReport r = bounds::run_a_posteriori(m, toks, backend_names(), "small");
   ASSERT_TRUE(r.sound()) << bounds::to_text(r);
   EXPECT_EQ(r.verdict(), "SOUND");
@@ -85,7 +85,7 @@ TEST(B17_APosteriori, EachBackendIsCertifiedToItsOwnErrorOnSmall) {
 
 TEST(B17_APosteriori, TooFewBitsIsWideAndNamesTheBitsThatDo) {
   const auto m = check::small_model();
-  const auto toks = check::tokens(4, 4, m->config.vocab);
+  const auto toks = check::tokens(2, 4, m->config.vocab);
   const bounds::PosterioriReport few = bounds::run_a_posteriori(m, toks, {"reference"}, "small", 64);
   EXPECT_FALSE(few.sound());
   EXPECT_EQ(few.verdict(), "WIDE");

@@ -65,6 +65,25 @@ TEST(B16_PerOp, EveryTableEveryOpOfEveryLayerWithinItsBoundOnSmall) {
   EXPECT_EQ(j["ops"].size(), r.stats.size());
 }
 
+TEST(B16_PerOp, FromAPositionAfterAPrefixRunByTheReference) {
+  // Positions 30 .. 39 checked, 0 .. 29 run by the reference alone: the checked rows' logits
+  // are the reference backend's rows 30 .. 39, and every reported row is a checked position.
+  const auto m = check::small_model();
+  const auto toks = check::tokens(40, 8, m->config.vocab);
+  const check::PerOpReport r = check::per_op_check(*m, toks, check::optimized_op_tables("cuda-emu"), "small", 30);
+  EXPECT_TRUE(r.sound()) << check::to_text(r);
+  EXPECT_EQ(r.from, 30u);
+  for (const check::OpStat& s : r.stats) {
+    EXPECT_GE(s.worst_row, 30) << s.op;
+    EXPECT_LT(s.worst_row, 40) << s.op;
+  }
+  auto ref = make_reference_backend(m);
+  const std::vector<float> all = check::run_chunked(*ref, toks, {toks.size()}).logits;
+  const size_t vocab = static_cast<size_t>(m->config.vocab);
+  EXPECT_EQ(r.logits_sha256, sha256_floats(std::span<const float>(all).subspan(30 * vocab)));
+  EXPECT_THROW(check::per_op_check(*m, toks, check::optimized_op_tables("cuda-emu"), "small", 40), Error);
+}
+
 TEST(B16_PerOp, AMatmulOffByMoreThanItsBoundIsNamed) {
   // The portable table with one output of one matmul moved by 5 B1 (so at least 3 B1 from
   // the reference's, which is within 2 B1 of it): the check names the table, op, layer, row
@@ -166,6 +185,10 @@ TEST(B16_PerOp, TheCliChecksAnyModelAndRefusesPerOpOptionsWithoutIt) {
       test::run_akv({"bounds", f, "--per-op", "--model", "tiny", "--max-tokens", "8", "--kernels", AKV_BROKEN_FMA_ROPE});
   EXPECT_EQ(broken.code, 1) << broken.err;
   EXPECT_NE(broken.out.find("VIOLATED: plugin_"), std::string::npos) << broken.out;
+  const test::CliRun from = test::run_akv({"bounds", f, "--per-op", "--model", "tiny", "--max-tokens", "30", "--from", "24", "--json"});
+  ASSERT_EQ(from.code, 0) << from.err;
+  EXPECT_EQ(nlohmann::json::parse(from.out)["from"], 24);
+  EXPECT_EQ(test::run_akv({"bounds", f, "--from", "3"}).code, 2);
   const test::CliRun no_flag = test::run_akv({"bounds", f, "--tables", "cpu"});
   EXPECT_EQ(no_flag.code, 2);
   EXPECT_NE(no_flag.err.find("--per-op"), std::string::npos) << no_flag.err;

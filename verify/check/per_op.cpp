@@ -10,6 +10,7 @@
 #include <tuple>
 
 #include "reference/error.hpp"
+#include "reference/forward.hpp"
 #include "verify/bounds/end_to_end.hpp"
 #include "verify/bounds/op_bounds.hpp"
 #include "verify/bounds/rigorous.hpp"
@@ -69,8 +70,9 @@ void note_bits(OpStat& s, float opt, float ref, int row, int col) {
 // The trace: the reference's op on each input, then every table's on the same input.
 class Tracer {
  public:
-  Tracer(const Model& m, int M, std::vector<const OpTable*> tables, PerOpReport& rep)
-      : m_(m), c_(m.config), M_(M), tables_(std::move(tables)), rep_(rep) {}
+  // Rows at positions P .. P + M - 1.
+  Tracer(const Model& m, int P, int M, std::vector<const OpTable*> tables, PerOpReport& rep)
+      : m_(m), c_(m.config), P_(P), M_(M), tables_(std::move(tables)), rep_(rep) {}
 
   // out (M, n) = RMSNorm of x (M, n) with w.
   Buf rmsnorm(const char* op, int layer, const Buf& x, const std::vector<float>& w) {
@@ -88,7 +90,7 @@ class Tracer {
       for (size_t t = 0; t < outs.size(); ++t)
         for (int j = 0; j < n; ++j) {
           const size_t i = sz(r) * sz(n) + sz(j);
-          note(*st[t], outs[t][i], ref[i], bounds::add_up(b[sz(j)], b[sz(j)]), r, j);
+          note(*st[t], outs[t][i], ref[i], bounds::add_up(b[sz(j)], b[sz(j)]), P_ + r, j);
         }
     }
     return ref;
@@ -108,38 +110,38 @@ class Tracer {
       bounds::matmul_bounds(X.data() + sz(r) * sz(n), W.data(), 1, n, d, b1.data());
       for (int j = 0; j < d; ++j) {
         const size_t i = sz(r) * sz(d) + sz(j);
-        for (size_t t = 0; t < outs.size(); ++t) note(*st[t], outs[t][i], ref[i], 2 * b1[sz(j)], r, j);  // x2: exact
+        for (size_t t = 0; t < outs.size(); ++t) note(*st[t], outs[t][i], ref[i], 2 * b1[sz(j)], P_ + r, j);  // x2: exact
       }
     }
     return ref;
   }
 
-  // x (M, heads * hd) rotated at positions 0 .. M-1; the reference's bits (B3).
+  // x (M, heads * hd) rotated at positions P .. P + M - 1; the reference's bits (B3).
   void rope(const char* op, int layer, Buf& x, int heads) {
     const int hd = c_.head_dim;
-    const float* cos = m_.rope->cos_rows(M_);
-    const float* sin = m_.rope->sin_rows(M_);
+    const float* cos = m_.rope->cos_rows(P_ + M_);
+    const float* sin = m_.rope->sin_rows(P_ + M_);
     std::vector<Buf> outs = run_each([&](const OpTable& t, Buf& o) {
       o = x;
-      t.rope(o.data(), M_, heads, hd, 0, cos, sin);
+      t.rope(o.data(), M_, heads, hd, P_, cos, sin);
     });
-    reference_ops().rope(x.data(), M_, heads, hd, 0, cos, sin);
+    reference_ops().rope(x.data(), M_, heads, hd, P_, cos, sin);
     bits(op, "B3", layer, outs, x, heads * hd);
   }
 
-  // Causal GQA attention of q (M, q_dim) over k, v (M, kv_dim), from position 0.
+  // Causal GQA attention of q (M, q_dim) at positions P .. over k, v (P + M, kv_dim).
   Buf attention(int layer, const Buf& q, const Buf& k, const Buf& v) {
     const int H = c_.n_heads, G = c_.n_kv_heads, hd = c_.head_dim, qd = c_.q_dim(), kvd = c_.kv_dim();
     Buf ref(sz(M_) * sz(qd));
-    reference_ops().attention(ref.data(), q.data(), k.data(), v.data(), M_, 0, H, G, hd);
+    reference_ops().attention(ref.data(), q.data(), k.data(), v.data(), M_, P_, H, G, hd);
     std::vector<Buf> outs = run_each([&](const OpTable& t, Buf& o) {
       o.resize(ref.size());
-      t.attention(o.data(), q.data(), k.data(), v.data(), M_, 0, H, G, hd);
+      t.attention(o.data(), q.data(), k.data(), v.data(), M_, P_, H, G, hd);
     });
     std::vector<OpStat*> st = stats("attention", "B14", false, layer);
     using Key = std::tuple<int, int, int>;
     for (int r = 0; r < M_; ++r) {
-      const int n = r + 1;  // causal: keys 0 .. r
+      const int n = P_ + r + 1;  // causal: keys 0 .. P + r
       const bounds::AttnRounding ref_how = bounds::attn_rounding_reference(n);
       for (int h = 0; h < H; ++h) {
         const float* qh = q.data() + sz(r) * sz(qd) + sz(h) * sz(hd);
@@ -156,7 +158,7 @@ class Tracer {
           if (it == by_counts.end()) it = by_counts.emplace(key, bound(how)).first;
           for (int i = 0; i < hd; ++i) {
             const size_t at = sz(r) * sz(qd) + sz(h) * sz(hd) + sz(i);
-            note(*st[t], outs[t][at], ref[at], bounds::add_up(b_ref[sz(i)], it->second[sz(i)]), r, h * hd + i);
+            note(*st[t], outs[t][at], ref[at], bounds::add_up(b_ref[sz(i)], it->second[sz(i)]), P_ + r, h * hd + i);
           }
         }
       }
@@ -216,12 +218,12 @@ class Tracer {
     std::vector<OpStat*> st = stats(op, clause, true, layer);
     for (size_t t = 0; t < outs.size(); ++t)
       for (size_t i = 0; i < ref.size(); ++i)
-        note_bits(*st[t], outs[t][i], ref[i], static_cast<int>(i / sz(row)), static_cast<int>(i % sz(row)));
+        note_bits(*st[t], outs[t][i], ref[i], P_ + static_cast<int>(i / sz(row)), static_cast<int>(i % sz(row)));
   }
 
   const Model& m_;
   const Config& c_;
-  int M_;
+  int P_, M_;
   std::vector<const OpTable*> tables_;
   PerOpReport& rep_;
 };
@@ -266,13 +268,17 @@ const OpStat* PerOpReport::worst() const {
 }
 
 PerOpReport per_op_check(const Model& m, std::span<const Token> tokens, const std::vector<OpTable>& tables,
-                         const std::string& model_name) {
+                         const std::string& model_name, size_t from) {
   const Config& c = m.config;
   bounds::check_tokens(c, tokens);
+  if (from >= tokens.size())
+    throw Error(ErrorCode::kBadInput, "per-op check: --from " + std::to_string(from) + " is not below the " +
+                                          std::to_string(tokens.size()) + " tokens");
   const auto t0 = std::chrono::steady_clock::now();
   PerOpReport rep;
   rep.model = model_name;
   rep.tokens = tokens.size();
+  rep.from = from;
   std::vector<const OpTable*> run;
   for (const OpTable& t : tables) {
     if (t.label == "reference") continue;
@@ -283,15 +289,29 @@ PerOpReport per_op_check(const Model& m, std::span<const Token> tokens, const st
     run.push_back(&t);
     rep.tables.push_back(t.label);
   }
-  const int M = static_cast<int>(tokens.size());
+  const int P = static_cast<int>(from), M = static_cast<int>(tokens.size() - from);
   const int d = c.hidden, kvd = c.kv_dim(), qd = c.q_dim();
   // Each layer's stats: tables x ops; reserve so the pointers handed out stay valid.
   rep.stats.reserve(run.size() * (sz(c.n_layers) * 15 + 2));
-  Tracer tr(m, M, run, rep);
+  Tracer tr(m, P, M, run, rep);
+
+  // The prefix [0, P): the reference's forward pass alone, for its keys and values.
+  KVCache prefix(c);
+  {
+    ref::RunState<float> s(c);
+    for (int i = 0; i < P; ++i) ref::forward_token(m, prefix, tokens[sz(i)], static_cast<float*>(nullptr), s);
+  }
+  // The keys or values of layer l: the prefix's rows, then `rows` (M, kv_dim).
+  auto with_prefix = [&](const float* cached, const Buf& rows) {
+    Buf all(sz(P + M) * sz(kvd));
+    std::copy_n(cached, sz(P) * sz(kvd), all.begin());
+    std::copy(rows.begin(), rows.end(), all.begin() + static_cast<ptrdiff_t>(sz(P) * sz(kvd)));
+    return all;
+  };
 
   Buf x(sz(M) * sz(d));
   for (int r = 0; r < M; ++r)
-    std::copy_n(m.weights.tok_emb.begin() + static_cast<ptrdiff_t>(tokens[sz(r)]) * d, d, x.begin() + sz(r) * sz(d));
+    std::copy_n(m.weights.tok_emb.begin() + static_cast<ptrdiff_t>(tokens[sz(P + r)]) * d, d, x.begin() + sz(r) * sz(d));
   for (int l = 0; l < c.n_layers; ++l) {
     const LayerWeights<float>& w = m.weights.layers[sz(l)];
     const Buf xb = tr.rmsnorm("attn_norm", l, x, w.attn_norm);
@@ -300,7 +320,7 @@ PerOpReport per_op_check(const Model& m, std::span<const Token> tokens, const st
     const Buf v = tr.matmul("wv", l, xb, w.wv, d, kvd);
     tr.rope("rope_q", l, q, c.n_heads);
     tr.rope("rope_k", l, k, c.n_kv_heads);
-    const Buf att = tr.attention(l, q, k, v);
+    const Buf att = tr.attention(l, q, with_prefix(prefix.k(l), k), with_prefix(prefix.v(l), v));
     const Buf o = tr.matmul("wo", l, att, w.wo, qd, d);
     tr.add("attn_residual", l, x, o);
     const Buf xf = tr.rmsnorm("ffn_norm", l, x, w.ffn_norm);
@@ -321,6 +341,7 @@ nlohmann::json to_json(const PerOpReport& r) {
   nlohmann::json j;
   j["model"] = r.model;
   j["tokens"] = r.tokens;
+  j["from"] = r.from;
   j["tables"] = r.tables;
   j["unavailable"] = r.unavailable;
   j["logits_sha256"] = r.logits_sha256;
@@ -352,7 +373,8 @@ nlohmann::json to_json(const PerOpReport& r) {
 
 std::string to_text(const PerOpReport& r) {
   std::ostringstream o;
-  o << "per-op check (spec/bounds.md B16): " << r.model << ", " << r.tokens << " tokens, tables";
+  o << "per-op check (spec/bounds.md B16): " << r.model << ", positions " << r.from << " .. " << r.tokens - 1 << " of "
+    << r.tokens << " tokens, tables";
   for (const std::string& t : r.tables) o << " " << t;
   o << "\n";
   for (const std::string& u : r.unavailable) o << "  not run: " << u << "\n";

@@ -38,12 +38,13 @@ struct OpStat {
 /// The whole check: one OpStat per (table, layer, op), tables in the order given.
 struct PerOpReport {
   std::string model;                    // as the caller names it
-  size_t tokens = 0;                    // positions run (one prefill from position 0)
+  size_t tokens = 0;                    // tokens run
+  size_t from = 0;                      // the first position checked (earlier ones: the reference alone)
   std::vector<std::string> tables;      // labels of the tables checked
   std::vector<std::string> unavailable; // "label: why" of tables this machine cannot run
   std::vector<OpStat> stats;
-  std::string logits_sha256;            // SHA-256 of the reference's logits (tokens, vocab), as the
-                                        // reference backend computes them (the trace is the reference)
+  std::string logits_sha256;            // SHA-256 of the reference's logits of the checked rows (n - from,
+                                        // vocab), as the reference backend computes them (the trace is the reference)
   double seconds = 0;
 
   size_t over() const;
@@ -54,13 +55,15 @@ struct PerOpReport {
   const OpStat* worst() const;
 };
 
-/// Runs `tokens` (1 .. max_ctx of them, every id < vocab) through the reference's ops in one
-/// prefill from position 0, and after each op runs every available table in `tables` (the
-/// reference's own table is skipped: it would be compared with itself) on the same inputs.
-/// Cost: one reference forward pass, one per table, and one of bounds in double.
-/// Error(kBadInput) for no tokens, too many, or an id out of range.
+/// Runs `tokens` (1 .. max_ctx of them, every id < vocab) through the reference: positions
+/// [0, from) token by token (ref::forward_token, for their keys and values), then [from, n) in
+/// one prefill through the reference's ops, after each of which every available table in
+/// `tables` (the reference's own is skipped: it would be compared with itself) runs on the same
+/// inputs. Cost: one reference forward pass, one per table and one of bounds in double over the
+/// checked rows (attention's over all their keys). Error(kEmptyInput / kInvalidToken /
+/// kContextOverflow) on bad tokens, Error(kBadInput) when from >= n.
 PerOpReport per_op_check(const Model& m, std::span<const Token> tokens, const std::vector<OpTable>& tables,
-                         const std::string& model_name);
+                         const std::string& model_name, size_t from = 0);
 
 /// Every OpStat, with the summary (sound, over, vacuous, worst).
 nlohmann::json to_json(const PerOpReport& r);
