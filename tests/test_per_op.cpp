@@ -156,6 +156,7 @@ TEST(B16_PerOp, NothingComparedIsNotSoundAndBadTokensAreRefused) {
   const check::PerOpReport none = check::per_op_check(*m, toks, {}, "tiny");
   EXPECT_FALSE(none.sound());
   EXPECT_NE(check::to_text(none).find("VACUOUS: nothing was compared"), std::string::npos) << check::to_text(none);
+  EXPECT_EQ(check::to_json(none)["verdict"], "VACUOUS");  // the text's verdict, not VIOLATED
   check::OpTable missing;
   missing.label = "avx9";
   missing.unavailable = "this CPU lacks avx9";

@@ -15,6 +15,7 @@
 #include "verify/bounds/op_bounds.hpp"
 #include "verify/bounds/rigorous.hpp"
 #include "verify/digest.hpp"
+#include "verify/json_number.hpp"
 
 namespace akv::check {
 
@@ -235,10 +236,6 @@ std::string fmt_g(double v) {
   return o.str();
 }
 
-nlohmann::json finite_or_string(double v) {
-  if (std::isfinite(v)) return v;
-  return std::isnan(v) ? "nan" : (v > 0 ? "inf" : "-inf");
-}
 
 }  // namespace
 
@@ -258,6 +255,11 @@ bool PerOpReport::sound() const {
   size_t compared = 0;
   for (const OpStat& s : stats) compared += s.elements;
   return !tables.empty() && compared > 0 && over() == 0 && vacuous() == 0;
+}
+
+std::string PerOpReport::verdict() const {
+  if (sound()) return "SOUND";
+  return over() > 0 ? "VIOLATED" : "VACUOUS";
 }
 
 const OpStat* PerOpReport::worst() const {
@@ -349,9 +351,9 @@ nlohmann::json to_json(const PerOpReport& r) {
   j["over"] = r.over();
   j["vacuous"] = r.vacuous();
   j["sound"] = r.sound();
-  j["verdict"] = !r.sound() && r.over() == 0 && r.vacuous() > 0 ? "VACUOUS" : (r.sound() ? "SOUND" : "VIOLATED");
+  j["verdict"] = r.verdict();
   if (const OpStat* w = r.worst())
-    j["worst"] = {{"table", w->table}, {"op", w->op}, {"layer", w->layer}, {"ratio", finite_or_string(w->max_ratio)}};
+    j["worst"] = {{"table", w->table}, {"op", w->op}, {"layer", w->layer}, {"ratio", json_number(w->max_ratio)}};
   nlohmann::json ops = nlohmann::json::array();
   for (const OpStat& s : r.stats)
     ops.push_back({{"table", s.table},
@@ -362,9 +364,9 @@ nlohmann::json to_json(const PerOpReport& r) {
                    {"elements", s.elements},
                    {"over", s.over},
                    {"vacuous", s.vacuous},
-                   {"max_ratio", finite_or_string(s.max_ratio)},
-                   {"max_abs", finite_or_string(s.max_abs)},
-                   {"bound_at_max", finite_or_string(s.bound_at_max)},
+                   {"max_ratio", json_number(s.max_ratio)},
+                   {"max_abs", json_number(s.max_abs)},
+                   {"bound_at_max", json_number(s.bound_at_max)},
                    {"worst_row", s.worst_row},
                    {"worst_col", s.worst_col}});
   j["ops"] = std::move(ops);

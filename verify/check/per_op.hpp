@@ -51,6 +51,9 @@ struct PerOpReport {
   size_t vacuous() const;
   /// At least one table and one comparison, nothing over, no bound vacuous.
   bool sound() const;
+  /// "SOUND"; "VIOLATED" when an output is over its bound; else "VACUOUS" (an infinite bound,
+  /// or nothing compared). to_json and to_text both print it.
+  std::string verdict() const;
   /// The stat with the largest ratio among the non-bitwise ones (nullptr when none).
   const OpStat* worst() const;
 };
