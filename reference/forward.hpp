@@ -15,7 +15,15 @@ namespace akv::ref {
 /// with NaN (or garbage) to show no output depends on them (I1).
 template <class T>
 struct RunState {
-  std::vector<T> x, xb, xb2, q, k, v, hb, hb2, att;
+  std::vector<T> x;    // (hidden,) the residual stream
+  std::vector<T> xb;   // (hidden,) RMSNorm's output, then each block's output before the add
+  std::vector<T> xb2;  // (q_dim,) the attention heads' outputs, head h at h * head_dim
+  std::vector<T> q;    // (q_dim,) = (n_heads * head_dim,) the query, rotated
+  std::vector<T> k;    // (kv_dim,) = (n_kv_heads * head_dim,) the key, rotated, then copied to the cache
+  std::vector<T> v;    // (kv_dim,) the value, copied to the cache
+  std::vector<T> hb;   // (ffn,) the gate w1 x, then SwiGLU's output
+  std::vector<T> hb2;  // (ffn,) the up projection w3 x
+  std::vector<T> att;  // (>= pos + 1,) one head's scores, then its weights
   explicit RunState(const Config& c)
       : x(c.hidden), xb(c.hidden), xb2(c.q_dim()), q(c.q_dim()), k(c.kv_dim()), v(c.kv_dim()),
         hb(c.ffn), hb2(c.ffn) {}  // att grows with the cache (forward_token), never to a claimed max_ctx

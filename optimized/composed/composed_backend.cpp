@@ -167,7 +167,15 @@ class ComposedBackend final : public Backend {
   ComposedOptions opt_;
   std::optional<float> poison_;
   std::map<const float*, void*> prepared_;
-  std::vector<float> x_, xb_, q_, k_, v_, att_, h1_, h3_, xf_, scratch_mm_, scratch_att_;
+  // Scratch of one chunk of M rows, resized per chunk and poisoned:
+  std::vector<float> x_;            // (M, hidden) the residual stream
+  std::vector<float> xb_;           // (M, hidden) RMSNorm's output, then each block's output before the add
+  std::vector<float> q_, k_, v_;    // (M, q_dim), (M, kv_dim), (M, kv_dim) the projections, q and k rotated
+  std::vector<float> att_;          // (M, q_dim) the attention heads' outputs
+  std::vector<float> h1_, h3_;      // (M, ffn) each: w1 x (then SwiGLU's output) and w3 x
+  std::vector<float> xf_;           // (rows asked for, hidden) the residual rows whose logits are asked for
+  std::vector<float> scratch_mm_;   // the table's matmul scratch: max of scratch_floats over this chunk's shapes
+  std::vector<float> scratch_att_;  // the table's attention scratch: scratch_floats(ATTENTION, M, pos0 + M, q_dim)
 };
 
 }  // namespace

@@ -77,8 +77,13 @@ class CpuBackend final : public Backend {
   ThreadPool pool_;
   std::optional<float> poison_;
   std::function<void(const OpStep&)> observer_;
-  // Scratch, (rows, width) each; rows = tokens in the call.
-  std::vector<float> x_, xb_, qkv_, att_, h_, logits_;
+  // Scratch, one row per token of the call (R rows), grown and never shrunk:
+  std::vector<float> x_;       // (R, hidden) the residual stream
+  std::vector<float> xb_;      // (R, hidden) RMSNorm's output, then each block's output before the add
+  std::vector<float> qkv_;     // (R, q_dim + 2 kv_dim) q | k | v of one row side by side (the fused wqkv panel)
+  std::vector<float> att_;     // (R, q_dim) the attention heads' outputs
+  std::vector<float> h_;       // (R, 2 ffn) w1 x | w3 x side by side (the fused w13 panel); SwiGLU writes the first half
+  std::vector<float> logits_;  // (rows asked for, vocab) the classifier's rows, in item order
   std::vector<int> row_item_, row_pos_;
   std::vector<int> out_rows_;  // call rows whose logits were asked for (BatchItem::rows)
   /// Attention items' token blocks (first row, rows): consecutive tokens of one session (K4).

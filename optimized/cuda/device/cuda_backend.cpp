@@ -238,8 +238,14 @@ class CudaBackend final : public Backend {
   std::string sm_;  // "sm_90 (NVIDIA H200)": the device, for describe()
   std::vector<DevLayer> layers_;
   Buffer<float> tok_emb_, final_norm_, wcls_, cos_, sin_;
-  Buffer<float> x_, xb_, xb2_, q_, k_, v_, hb_, hb2_, logits_;  // (kMaxRows, width) each
-  Buffer<float> pm_, pl_, po_;                                  // attention partials
+  // Device scratch, kMaxRows rows each (a chunk's rows), as the reference's RunState:
+  Buffer<float> x_, xb_;     // (kMaxRows, hidden) the residual stream; RMSNorm's and each block's output
+  Buffer<float> xb2_, q_;    // (kMaxRows, q_dim) the attention heads' outputs; the rotated query
+  Buffer<float> k_, v_;      // (kMaxRows, kv_dim) the rotated key and the value, before the cache mirror
+  Buffer<float> hb_, hb2_;   // (kMaxRows, ffn) w1 x (then SwiGLU's output) and w3 x
+  Buffer<float> logits_;     // (kMaxRows, vocab)
+  Buffer<float> pm_, pl_;    // (kMaxRows * n_heads * splits) slots: each split's max score and sum of weights (G3)
+  Buffer<float> po_;         // (slots, head_dim) each split's unnormalised output
   Buffer<int> tokens_;
   cuda::dev::PinnedFloats staging_;  // the downloads of one chunk
   int max_splits_ = 0;

@@ -10,7 +10,7 @@
 namespace akv::cuda::emu {
 
 void gemm(float* out, const float* X, const float* W, int M, int n, int d, GemmTiles t) {
-  std::vector<float> acc(static_cast<size_t>(t.bm) * t.bn);
+  std::vector<float> acc(static_cast<size_t>(t.bm) * t.bn);  // (bm, bn) one block's accumulators, as its registers
   for (int m0 = 0; m0 < M; m0 += t.bm)
     for (int i0 = 0; i0 < d; i0 += t.bn) {  // one block
       const int mb = std::min(t.bm, M - m0), ib = std::min(t.bn, d - i0);
@@ -55,6 +55,7 @@ void attention_rows(float* out, const float* q, const float* k, const float* v, 
   const int kvd = n_kv_heads * head_dim, qd = n_heads * head_dim, group = n_heads / n_kv_heads;
   const float scale = attn_scale(head_dim);
   const int max_splits = n_splits(pos0 + M);
+  // One (row, head)'s splits, as the device's partials: max score, sum of weights, output (splits, head_dim), rescale.
   std::vector<float> pm(max_splits), pl(max_splits), po(static_cast<size_t>(max_splits) * head_dim), alpha(max_splits);
   for (int r = 0; r < M; ++r)
     for (int h = 0; h < n_heads; ++h) {
