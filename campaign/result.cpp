@@ -8,7 +8,6 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
-#include <sstream>
 
 #include "optimized/cpu/isa.hpp"
 #include "readers/json_limited.hpp"
@@ -134,20 +133,8 @@ constexpr uint64_t kMaxCases = 1000000000;
 }  // namespace
 
 ShardResult read_shard_file(const std::string& path) {
-  std::error_code ec;
-  const auto size = fs::file_size(path, ec);
-  if (ec) throw Error(ErrorCode::kBadInput, path + ": cannot be read: " + ec.message());
-  if (size > (64u << 20)) throw Error(ErrorCode::kBadInput, fmt::format("{}: {} bytes, more than a shard file's 64 MiB", path, size));
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream text;
-  text << f.rdbuf();
-  if (!f) throw Error(ErrorCode::kBadInput, path + ": cannot be read");
-  json j;
-  try {
-    j = model::parse_json_limited(text.str(), 8, path, "shard file");
-  } catch (const Error& e) {
-    throw Error(ErrorCode::kBadInput, e.what());  // one code for every bad shard file
-  }
+  constexpr model::JsonLimits kShardJson{size_t{64} << 20, 8, "spec/input.md IN3"};
+  const json j = model::read_json_file(path, kShardJson, {ErrorCode::kBadInput, path + ": shard file"});
   const Reader rd{path};
   if (!j.is_object() || !j.contains("akv_campaign_shard")) rd.fail("akv_campaign_shard", "missing: not a shard file of akv campaign");
   rd.only(j, "", {"akv_campaign_shard", "campaign", "akv", "shard", "machine", "started", "finished", "wall_seconds", "cpu_seconds",

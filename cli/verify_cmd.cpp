@@ -2,13 +2,12 @@
 // `akv witness --out FILE` records and says whether every digest reproduces (spec/operations.md
 // O9). Exit 0 only when every digest reproduces and the re-run passed, 1 when not, 2 for a
 // file that is not such a witness.
-#include <fstream>
 #include <iostream>
 #include <memory>
-#include <sstream>
 
 #include "cli/commands.hpp"
 #include "cli/options.hpp"
+#include "readers/json_limited.hpp"
 #include "reference/error.hpp"
 #include "reference/strict.hpp"
 #include "verify/provenance.hpp"
@@ -23,16 +22,8 @@ struct VerifyArgs {
 };
 
 int run_verify_cmd(const VerifyArgs& a) {
-  std::ifstream f(a.file, std::ios::binary);
-  if (!f) throw Error(ErrorCode::kBadInput, printable(a.file, 200) + ": cannot read");
-  std::stringstream s;
-  s << f.rdbuf();
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(s.str());
-  } catch (const nlohmann::json::exception&) {
-    throw Error(ErrorCode::kBadInput, printable(a.file, 200) + ": malformed JSON");
-  }
+  constexpr model::JsonLimits kWitnessJson{size_t{256} << 20, 64, "spec/input.md IN3"};
+  const nlohmann::json j = model::read_json_file(a.file, kWitnessJson, {ErrorCode::kBadInput, printable(a.file, 200)});
   std::vector<Redaction> redact;
   for (const std::string& r : a.redact) redact.push_back(parse_redaction(r));
   const VerifyReport v = verify_witness(j, a.input, redact);

@@ -373,7 +373,7 @@ Check run_e2e(const std::string& id, std::shared_ptr<const OpSet> s, const Optio
     c.counterexample_shape = std::to_string(out.counterexample->conv.spans.size()) + " spans, " + std::to_string(tokens) + " tokens";
     const prop::CounterexampleFile f = prop::counterexample_file(*out.counterexample, id, "cpu", out.reproduce);
     // The case ran on the library's ops: the file says so, and how the witness re-runs it.
-    nlohmann::json j = nlohmann::json::parse(f.json);
+    nlohmann::json j = nlohmann::json::parse(f.json);  // our own text, just written
     const std::string args = without_backend(f.witness_args) + cross_threads_arg(*out.counterexample) + " --kernels " + s->source();
     j["akv_counterexample"]["backend"] = "kernels";
     j["akv_counterexample"]["kernels"] = s->source();

@@ -233,7 +233,7 @@ ChildRun run_child(const std::vector<std::string>& args, int timeout_s) {
 gate::Check check_from_child(const ChildRun& run, gate::Check skeleton, int timeout_s, const std::string& rerun) {
   if (run.end == ChildRun::End::kExited && (run.status == 0 || run.status == 1) && run.has_report) {
     try {
-      const nlohmann::json j = nlohmann::json::parse(run.report);
+      const nlohmann::json j = nlohmann::json::parse(run.report);  // our child's report: any fault reads as none
       if (j.contains("checks") && j["checks"].is_array() && j["checks"].size() == 1) {
         gate::Check c = gate::check_from_json(j["checks"][0]);
         if (c.property == skeleton.property) return c;

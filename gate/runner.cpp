@@ -83,7 +83,7 @@ LibInfo probe(const GateArgs& a) {
   const ChildRun run = run_child(args, a.check_timeout_s);
   if (run.end == ChildRun::End::kExited && run.status == 0 && run.has_report) {
     try {
-      const nlohmann::json j = nlohmann::json::parse(run.report);
+      const nlohmann::json j = nlohmann::json::parse(run.report);  // our child's report: any fault reads as none
       return {j.at("name").get<std::string>(), j.at("provides").get<uint32_t>(), j.at("own").get<uint32_t>()};
     } catch (const std::exception&) {  // below
     }

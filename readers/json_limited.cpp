@@ -1,9 +1,14 @@
 #include "readers/json_limited.hpp"
 
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <set>
 #include <vector>
 
-#include "reference/error.hpp"
 #include "reference/strict.hpp"
 
 namespace akv::model {
@@ -26,25 +31,40 @@ const char* json_kind(const json& j) {
   }
 }
 
-json parse_json_limited(std::string_view text, int max_depth, const std::string& file, const std::string& field) {
-  const auto fail = [&](const std::string& what) -> void { throw Error(ErrorCode::kBadModel, file + ": " + field + ": " + what); };
-  // nlohmann-json ends its input at a NUL byte (for C strings): what follows would be ignored.
-  // JSON text never holds one (a string escapes it as \u0000), so it is an error here.
+namespace {
+
+[[noreturn]] void fail(const JsonSource& source, const std::string& what) { throw Error(source.code, source.where + ": " + what); }
+
+std::string over_limit(uintmax_t size, const JsonLimits& limits) {
+  return std::to_string(size) + " bytes, more than the limit of " + std::to_string(limits.max_bytes) + " (" + limits.clause + ")";
+}
+
+}  // namespace
+
+json parse_json_limited(std::string_view text, const JsonLimits& limits, const JsonSource& source) {
+  const bool input = source.code == ErrorCode::kBadInput;
+  const std::string clause = std::string(" (") + limits.clause + ")";
+  if (text.size() > limits.max_bytes) fail(source, over_limit(text.size(), limits));
+  // nlohmann-json ends its input at a NUL byte (for C strings): what follows would be ignored
+  // silently. JSON text never holds one (a string escapes it as \u0000).
   if (const size_t nul = text.find('\0'); nul != std::string_view::npos)
-    fail("NUL byte at offset " + std::to_string(nul) + " (not JSON text)");
+    fail(source, input ? "malformed JSON: a NUL byte at offset " + std::to_string(nul) +
+                     " (JSON text holds none; write \\u0000 inside a string)"
+               : "NUL byte at offset " + std::to_string(nul) + " (not JSON text)");
   std::vector<std::set<std::string>> keys;  // the keys of each open object, innermost last
   const json::parser_callback_t check = [&](int depth, json::parse_event_t event, json& parsed) {
     switch (event) {
       case json::parse_event_t::object_start:
       case json::parse_event_t::array_start:
         // depth is the number of enclosing values: 0 for the top one.
-        if (depth >= max_depth) fail("JSON nested deeper than " + std::to_string(max_depth) + " levels");
+        if (depth >= limits.max_depth) fail(source, "JSON nested deeper than " + std::to_string(limits.max_depth) + " levels" + clause);
         if (event == json::parse_event_t::object_start) keys.emplace_back();
         break;
       case json::parse_event_t::object_end: keys.pop_back(); break;
       case json::parse_event_t::key:
         if (!keys.back().insert(parsed.get<std::string>()).second)
-          fail("key " + quoted_name(parsed.get<std::string>()) + " repeated in one object");
+          fail(source, "key " + quoted_name(parsed.get<std::string>()) + " repeated in one object: one of its values would be dropped" +
+               clause);
         break;
       default: break;
     }
@@ -53,9 +73,20 @@ json parse_json_limited(std::string_view text, int max_depth, const std::string&
   try {
     return json::parse(text.begin(), text.end(), check);
   } catch (const json::exception& e) {
-    fail("not valid JSON: " + printable(e.what(), 160));
+    if (source.on_syntax_error) source.on_syntax_error(text);
+    fail(source, (input ? "malformed JSON: " : "not valid JSON: ") + printable(e.what(), 200));
   }
-  return nullptr;  // unreachable
+}
+
+json read_json_file(const std::string& path, const JsonLimits& limits, const JsonSource& source) {
+  std::error_code ec;
+  const uintmax_t size = std::filesystem::file_size(path, ec);  // a directory or a missing file fails here
+  if (ec) fail(source, "cannot be read: " + ec.message());
+  if (size > limits.max_bytes) fail(source, over_limit(size, limits));  // before a huge file is read into memory
+  std::ifstream f(path, std::ios::binary);
+  const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  if (!f.is_open() || f.bad()) fail(source, std::string("cannot be read: ") + std::strerror(errno));
+  return parse_json_limited(text, limits, source);
 }
 
 }  // namespace akv::model

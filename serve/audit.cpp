@@ -10,6 +10,8 @@
 #include <memory>
 #include <set>
 
+#include "readers/conversation/chat_parse.hpp"
+#include "readers/json_limited.hpp"
 #include "reference/error.hpp"
 #include "serve/engine.hpp"
 #include "verify/backends.hpp"
@@ -28,6 +30,10 @@ bool AuditReport::passed() const { return !lines.empty() && reproduced() == line
 
 namespace {
 using json = nlohmann::json;
+
+// An audit line holds its request body as a string (8 MiB at most, up to 6 bytes a byte
+// escaped) and the reply; its objects nest 4 levels (spec/input.md IN3 lists the limits).
+constexpr model::JsonLimits kAuditLineJson{size_t{256} << 20, 16, "spec/input.md IN3"};
 
 // A JSON value of the line, or the reason it is missing.
 const json& field(const json& j, const char* key) {
@@ -69,7 +75,7 @@ std::string check_line(const json& j, std::map<std::string, std::unique_ptr<Engi
     return fmt::format("the model file {} is not the logged one (SHA-256 {})", e.model().source, logged_sha.get<std::string>());
   // The request as the engine ran it: without the messages an earlier eviction flagged (the
   // regex guard's own drops are recomputed by the replay's guard, and compared).
-  json req = json::parse(body);
+  json req = model::parse_json_limited(body, kConversationJson, {ErrorCode::kBadInput, "request_body"});
   const json& reply = field(j, "reply");
   const json& stats = field(reply, "stats");
   std::set<size_t> dropped, guarded;
@@ -101,7 +107,7 @@ std::string check_line(const json& j, std::map<std::string, std::unique_ptr<Engi
 bool cut_line(const std::string& text) {
   if (text.rfind("{\"akv", 0) != 0) return false;
   try {
-    (void)json::parse(text);
+    (void)json::parse(text);  // the value is dropped unread: only where the parser stopped counts
     return false;
   } catch (const json::parse_error& e) {
     return e.byte >= text.size();  // the parser ran out of bytes, nothing else was wrong
@@ -132,7 +138,8 @@ AuditReport replay_audit_log(const std::string& path, const std::string& model_o
     AuditLine l;
     l.line = n;
     try {
-      l.why = check_line(json::parse(text), engines, model_override, n);
+      l.why = check_line(model::parse_json_limited(text, kAuditLineJson, {ErrorCode::kBadInput, "audit line"}), engines,
+                         model_override, n);
     } catch (const std::exception& e) {
       l.why = e.what();
     }

@@ -13,6 +13,8 @@
 #include <cstring>
 #include <cctype>
 
+#include "readers/conversation/chat_parse.hpp"
+#include "readers/json_limited.hpp"
 #include "reference/error.hpp"
 #include "verify/digest.hpp"
 #include "verify/provenance.hpp"
@@ -278,12 +280,7 @@ void HttpServer::routes() {
   http_->Post(R"(/v1/sessions/([^/]+)/evict)", [this](const httplib::Request& req, httplib::Response& res) {
     if (!authorized(req)) return send_401(res);
     require_json(req);
-    json body;
-    try {
-      body = json::parse(req.body);
-    } catch (const json::exception& e) {
-      throw Error(ErrorCode::kBadInput, std::string("body: malformed JSON: ") + e.what());
-    }
+    const json body = model::parse_json_limited(req.body, kConversationJson, {ErrorCode::kBadInput, "body"});
     if (!body.is_object() || !body.contains("messages") || !body["messages"].is_array())
       throw Error(ErrorCode::kBadInput, "body: expected {\"messages\": [span indexes]}");
     for (const auto& [k, _] : body.items())
@@ -369,7 +366,7 @@ void HttpServer::routes() {
         const Reply& r = g->reply();
         audit(body, body_sha256, r);
         std::string last = chunk(json::object(), nullptr, r.finish_reason);
-        json lastj = json::parse(last.substr(6));
+        json lastj = json::parse(last.substr(6));  // our own chunk, just written
         lastj["akv"] = akv_json(r.stats);
         if (!write("data: " + lastj.dump(-1, ' ', false, json::error_handler_t::replace) + "\n\n")) return false;
         if (usage &&

@@ -31,6 +31,7 @@
 #include "serve/sampler.hpp"
 #include "serve/session_store.hpp"
 #include "cli_support.hpp"
+#include "hostile_json.hpp"
 #include "support.hpp"
 #include "verify/backends.hpp"
 #include "verify/digest.hpp"
@@ -588,6 +589,15 @@ TEST(SV6_Errors, BadRequestsGetOpenAIErrorsNamingTheProblem) {
   r = c.Post("/v1/chat/completions", std::string(100000, '[') + std::string(100000, ']'), "application/json");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 400);
+  // An eviction's body goes through the same strict reader (IN3's rules).
+  for (const test::HostileJson& h : test::hostile_json()) {
+    r = c.Post("/v1/sessions/s/evict", h.text, "application/json");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 400) << h.what;
+    const std::string m = json::parse(r->body)["error"]["message"].get<std::string>();
+    EXPECT_EQ(m.rfind("body: ", 0), 0u) << h.what << ": " << m;
+    EXPECT_NE(m.find(h.needle), std::string::npos) << h.what << ": " << m;
+  }
   // A body that does not say it is JSON is not read as JSON (curl -d's form type included).
   const std::string okbody = json{{"messages", {ok}}, {"max_tokens", 2}}.dump();
   for (const auto& [type, body] : std::vector<std::pair<std::string, std::string>>{
@@ -1039,6 +1049,31 @@ TEST(SV6_Limits, AStalledClientIsDroppedAndAnOversizedBodyIs413) {
 }
 
 // ---- SV9: the audit log has one complete line per reply
+
+// A log is a file from outside: each line, and the request body it holds, is read by the
+// strict JSON reader; a hostile one fails its line naming the problem, never the replay.
+TEST(SV9_Audit, HostileLinesAndBodiesFailTheirLineNamingTheProblem) {
+  const fs::path log = fs::temp_directory_path() / ("akv_test_hostile_audit_" + std::to_string(getpid()) + ".jsonl");
+  std::string text;
+  for (const test::HostileJson& h : test::hostile_json()) text += h.text + "\n";
+  for (const test::HostileJson& h : test::hostile_json())
+    text += json{{"akv_audit", 1}, {"request_body", h.text}, {"request_sha256", sha256_hex(h.text)}, {"model", {{"name", "tiny"}, {"sha256", nullptr}}},
+                 {"backend", {{"name", "cpu"}, {"threads", 1}}}, {"engine", {{"default_max_tokens", 5}, {"guard", json::array()}}}}
+                .dump() +
+            "\n";
+  std::ofstream(log, std::ios::binary | std::ios::trunc) << text;
+  const serve::AuditReport rep = serve::replay_audit_log(log.string());
+  const std::vector<test::HostileJson> hs = test::hostile_json();
+  ASSERT_EQ(rep.lines.size(), 2 * hs.size());
+  EXPECT_FALSE(rep.passed());
+  for (size_t i = 0; i < rep.lines.size(); ++i) {
+    const test::HostileJson& h = hs[i % hs.size()];
+    EXPECT_FALSE(rep.lines[i].reproduced) << h.what;
+    EXPECT_EQ(rep.lines[i].why.rfind(i < hs.size() ? "audit line: " : "request_body: ", 0), 0u) << h.what << ": " << rep.lines[i].why;
+    EXPECT_NE(rep.lines[i].why.find(h.needle), std::string::npos) << h.what << ": " << rep.lines[i].why;
+  }
+  fs::remove(log);
+}
 
 TEST(SV9_Audit, OneLinePerReplyWithTheDigests) {
   const fs::path log = fs::temp_directory_path() / ("akv_test_audit_" + std::to_string(getpid()) + ".jsonl");

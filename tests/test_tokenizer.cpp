@@ -4,12 +4,14 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <set>
 
 #include "readers/conversation/chat_parse.hpp"
+#include "hostile_json.hpp"
 #include "tests/support/gguf_builder.hpp"
 #include "readers/tokenizer/bpe_tokenizer.hpp"
 #include "readers/tokenizer/chatml.hpp"
@@ -215,6 +217,22 @@ TEST(T1_Vocabulary, FromTokenizerJson) {
   expect_bad_model(open(tiny_json([](auto& j) { j["model"]["merges"] = nlohmann::json::array(); })), "no merges");
   expect_bad_model(open(tiny_json([](auto& j) { j["model"]["merges"].push_back({"q", "zzz"}); })), "'zzz' is not in");
   expect_bad_model(open(::testing::TempDir() + "no_such_tokenizer.json"), "cannot be read");
+}
+
+// tokenizer.json is read by the strict JSON reader: deep nesting, a repeated key, a NUL byte
+// are one-line bad_model errors naming the file.
+TEST(T1_Vocabulary, HostileTokenizerJsonIsRefusedNamingTheFile) {
+  test::expect_hostile_json_refused(::testing::TempDir() + "akv_hostile_tokenizer.json", ErrorCode::kBadModel,
+                                    [](const std::string& p) { BpeTokenizer::from_tokenizer_json(p); });
+}
+
+// The chat template's tokenizer_config.json, likewise, before any other file of the folder.
+TEST(CT1_ChatmlTemplate, HostileTokenizerConfigIsRefusedNamingTheFile) {
+  const std::string dir = ::testing::TempDir() + "akv_hostile_hf";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/tokenizer.json") << "{}";
+  test::expect_hostile_json_refused(dir + "/tokenizer_config.json", ErrorCode::kBadModel,
+                                    [&](const std::string&) { load_model(dir); });
 }
 
 // ---- T2: the byte-level alphabet --------------------------------------------------------

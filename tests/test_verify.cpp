@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_support.hpp"
+#include "hostile_json.hpp"
 #include "support.hpp"
 
 using namespace akv;
@@ -104,6 +105,18 @@ TEST(O9_Verify, NotAWitnessFileIsExitTwo) {
   const test::CliRun m = test::run_akv({"verify", bad});
   EXPECT_EQ(m.code, 2);
   EXPECT_NE(m.err.find("provenance.options: 'policy' missing"), std::string::npos) << m.err;
+}
+
+// The witness file is read by the strict JSON reader (IN3's rules): exit 2 naming the file.
+TEST(O9_Verify, AHostileWitnessFileIsExitTwoNamingTheFile) {
+  const std::string bad = temp("hostile.json");
+  for (const test::HostileJson& h : test::hostile_json()) {
+    std::ofstream(bad, std::ios::binary | std::ios::trunc) << h.text;
+    const test::CliRun r = test::run_akv({"verify", bad});
+    EXPECT_EQ(r.code, 2) << h.what;
+    EXPECT_NE(r.err.find(bad + ": "), std::string::npos) << h.what << ": " << r.err;
+    EXPECT_NE(r.err.find(h.needle), std::string::npos) << h.what << ": " << r.err;
+  }
 }
 
 // IN5: under --json every error is one JSON object on stdout as well as the line on stderr.

@@ -13,6 +13,7 @@
 #include "readers/gguf/gguf_config.hpp"
 #include "readers/gguf/gguf_weights.hpp"
 #include "readers/hf/hf_weights.hpp"
+#include "readers/json_limited.hpp"
 #include "readers/mapped_file.hpp"
 #include "reference/error.hpp"
 #include "reference/synthetic_spec.hpp"
@@ -27,13 +28,6 @@ namespace fs = std::filesystem;
 constexpr const char* kRealFile = "SmolLM2-135M-Instruct.Q4_1.gguf";
 constexpr uint64_t kRealSize = 98362432;
 constexpr const char* kRealSha256 = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53";
-
-// A small text file (a tokenizer config); Error(kBadModel) when unreadable or over 16 MiB.
-std::string read_small_text(const std::string& path) {
-  const auto bytes = model::map_file(path);
-  if (bytes->size() > (uint64_t{16} << 20)) throw Error(ErrorCode::kBadModel, path + ": larger than 16 MiB");
-  return std::string(reinterpret_cast<const char*>(bytes->data()), static_cast<size_t>(bytes->size()));
-}
 
 bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
@@ -107,12 +101,8 @@ LoadedModel load_hf(const std::string& dir) {
     throw Error(ErrorCode::kBadModel, fmt::format("{}: no tokenizer.json and tokenizer_config.json: akv needs the model's own "
                                                   "tokenizer and chat template (save the tokenizer with the model)",
                                                   dir));
-  nlohmann::json cfg;
-  try {
-    cfg = nlohmann::json::parse(read_small_text(tc.string()));
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(ErrorCode::kBadModel, fmt::format("{}: not JSON: {}", tc.string(), e.what()));
-  }
+  constexpr model::JsonLimits kTokenizerConfigJson{size_t{16} << 20, 32, "spec/tokenizer.md CT1"};
+  const nlohmann::json cfg = model::read_json_file(tc.string(), kTokenizerConfigJson, {ErrorCode::kBadModel, tc.string()});
   if (!cfg.is_object() || !cfg.contains("chat_template") || !cfg["chat_template"].is_string())
     throw Error(ErrorCode::kBadModel, fmt::format("{}: no string 'chat_template'", tc.string()));
   LoadedModel m;

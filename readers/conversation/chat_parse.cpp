@@ -238,50 +238,13 @@ Message parse_message(const json& m, const std::string& where, std::vector<std::
   return msg;
 }
 
-// Parses with the depth limit checked as each array or object opens (IN3), before any
-// recursive code (dump, copy) could see the value; a key repeated in one object is rejected
-// (JSON leaves its meaning open, and keeping either value would drop the other silently).
-json parse_limited(std::string_view text) {
-  if (text.size() > kMaxConversationBytes)
-    bad("conversation", std::to_string(text.size()) + " bytes, more than the limit of " +
-                            std::to_string(kMaxConversationBytes) + " (spec/input.md IN3)");
-  // nlohmann-json stops at a NUL byte as at the end of input: what follows would be ignored
-  // silently. JSON text never holds a raw NUL (inside strings it is written \u0000).
-  if (const size_t nul = text.find('\0'); nul != std::string_view::npos)
-    throw Error(ErrorCode::kBadInput, "malformed JSON: a NUL byte at offset " + std::to_string(nul) +
-                                          " (JSON text holds none; write \\u0000 inside a string)");
-  std::vector<std::set<std::string>> keys;  // the keys seen in each open object, innermost last
-  const json::parser_callback_t check = [&keys](int depth, json::parse_event_t event, json& parsed) {
-    switch (event) {
-      case json::parse_event_t::object_start:
-      case json::parse_event_t::array_start:
-        if (depth >= kMaxJsonDepth)
-          bad("conversation", "JSON nested deeper than " + std::to_string(kMaxJsonDepth) +
-                                  " arrays/objects (spec/input.md IN3)");
-        if (event == json::parse_event_t::object_start) keys.emplace_back();
-        break;
-      case json::parse_event_t::object_end: keys.pop_back(); break;
-      case json::parse_event_t::key:
-        if (!keys.empty() && !keys.back().insert(parsed.get<std::string>()).second)
-          bad("conversation", "key '" + printable(parsed.get<std::string>(), 40) +
-                                  "' repeated in one object: one of its values would be dropped (spec/input.md IN3)");
-        break;
-      default: break;
-    }
-    return true;
-  };
-  try {
-    return json::parse(text.begin(), text.end(), check);
-  } catch (const json::exception& e) {
-    // A JSONL log (one request per line) reads as a first value and then more: say so.
-    const size_t nl = text.find('\n');
-    const size_t next = nl == std::string_view::npos ? nl : text.find_first_not_of(" \t\r\n", nl);
-    if (next != std::string_view::npos && text[next] == '{' && json::accept(text.substr(0, nl)))
-      throw Error(ErrorCode::kBadInput,
-                  "malformed JSON: a second value after the first line's: a JSONL log? akv reads one conversation per "
-                  "file; split the log, one line a file (docs/auditors-guide.md, Other formats)");
-    throw Error(ErrorCode::kBadInput, std::string("malformed JSON: ") + printable(e.what(), 200));
-  }
+// A JSONL log (one request per line) reads as a first value and then more: say so.
+void refuse_jsonl(std::string_view text) {
+  const size_t nl = text.find('\n');
+  const size_t next = nl == std::string_view::npos ? nl : text.find_first_not_of(" \t\r\n", nl);
+  if (next != std::string_view::npos && text[next] == '{' && json::accept(text.substr(0, nl)))
+    bad("conversation", "malformed JSON: a second value after the first line's: a JSONL log? akv reads one conversation per "
+                        "file; split the log, one line a file (docs/auditors-guide.md, Other formats)");
 }
 
 std::vector<size_t> poisoned_list(const json& p, size_t messages) {
@@ -305,7 +268,7 @@ std::vector<size_t> poisoned_list(const json& p, size_t messages) {
 }  // namespace
 
 Conversation parse_conversation(std::string_view text) {
-  const json j = parse_limited(text);
+  const json j = model::parse_json_limited(text, kConversationJson, {ErrorCode::kBadInput, "conversation", refuse_jsonl});
   if (!j.is_object()) bad("conversation", "expected a JSON object with a \"messages\" array, got " + type_of(j));
   if (!j.contains("messages")) {
     if (j.contains("input")) bad("input", top_level_reaches_model("input"));  // a Responses API body, named as such

@@ -19,10 +19,10 @@ namespace {
 
 // The index's weight_map: tensor name -> shard file name.
 std::map<std::string, std::string> weight_map(const std::string& path) {
+  constexpr JsonLimits kIndexJson{kMaxHfIndexBytes, 3, "spec/safetensors.md H5"};
   const auto bytes = map_file(path);
-  if (bytes->size() > kMaxHfIndexBytes)
-    bad(path, "index", std::to_string(bytes->size()) + " bytes, more than the limit of " + std::to_string(kMaxHfIndexBytes));
-  const json j = parse_json_limited({reinterpret_cast<const char*>(bytes->data()), bytes->size()}, 3, path, "index");
+  const json j = parse_json_limited({reinterpret_cast<const char*>(bytes->data()), bytes->size()}, kIndexJson,
+                                    {ErrorCode::kBadModel, path + ": index"});
   if (!j.is_object()) bad(path, "index", std::string("expected a JSON object, got ") + json_kind(j));
   const auto wm = j.find("weight_map");
   if (wm == j.end()) bad(path, "weight_map", "missing");

@@ -98,7 +98,8 @@ float rope_theta(const Fields& f) {
 }  // namespace
 
 Config config_from_hf_json(std::string_view text, const std::string& file, const std::string& name) {
-  const json j = parse_json_limited(text, 8, file, "config.json");
+  constexpr JsonLimits kConfigJson{kMaxHfConfigBytes, 8, "spec/safetensors.md H6"};
+  const json j = parse_json_limited(text, kConfigJson, {ErrorCode::kBadModel, file + ": config.json"});
   if (!j.is_object()) throw Error(ErrorCode::kBadModel, file + ": config.json: expected a JSON object, got " + json_kind(j));
   const Fields f(j, file);
 
@@ -144,10 +145,7 @@ Config config_from_hf_json(std::string_view text, const std::string& file, const
 
 Config read_hf_config(const std::string& dir, const std::string& name) {
   const std::string path = dir + "/config.json";
-  const auto bytes = map_file(path);
-  if (bytes->size() > kMaxHfConfigBytes)
-    throw Error(ErrorCode::kBadModel, path + ": config.json: " + std::to_string(bytes->size()) + " bytes, more than the limit of " +
-                                          std::to_string(kMaxHfConfigBytes));
+  const auto bytes = map_file(path);  // its size is checked by config_from_hf_json (H6)
   return config_from_hf_json({reinterpret_cast<const char*>(bytes->data()), bytes->size()}, path, name);
 }
 

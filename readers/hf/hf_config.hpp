@@ -15,7 +15,8 @@ inline constexpr uint64_t kMaxHfConfigBytes = uint64_t{1} << 20;
 inline constexpr uint64_t kMaxHfRopeFloats = uint64_t{1} << 28;
 
 /// The Config of the config.json text `text` (`file` names it in messages; `name` becomes
-/// Config::name). model_type must be "llama" (and `architectures`, when present,
+/// Config::name), read by parse_json_limited: at most kMaxHfConfigBytes, 8 levels deep, no
+/// repeated key (H6). model_type must be "llama" (and `architectures`, when present,
 /// ["LlamaForCausalLM"]); hidden_size, num_hidden_layers, num_attention_heads,
 /// intermediate_size, vocab_size, max_position_embeddings and rms_norm_eps are required;
 /// num_key_value_heads, head_dim, rope_theta (or rope_parameters.rope_theta),

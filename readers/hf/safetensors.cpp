@@ -18,7 +18,7 @@ using json = nlohmann::json;
 namespace {
 
 // The header nests at most three levels: the top object, a tensor's object, its shape array.
-constexpr int kMaxDepth = 3;
+constexpr JsonLimits kHeaderJson{kMaxSafetensorsHeader, 3, "spec/safetensors.md H1"};
 constexpr uint64_t kMaxBytes = static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
 
 class Reader {
@@ -129,7 +129,7 @@ void SafetensorsFile::parse_all() {
   header_size_ = n;
   const std::string_view text(reinterpret_cast<const char*>(p + 8), n);
   if (text.empty() || text.front() != '{') r.fail("header", "does not start with '{' (not a JSON object)");
-  const json h = parse_json_limited(text, kMaxDepth, name_, "header");
+  const json h = parse_json_limited(text, kHeaderJson, {ErrorCode::kBadModel, name_ + ": header"});
   if (!h.is_object()) r.fail("header", std::string("expected a JSON object, got ") + json_kind(h));
 
   const uint64_t data_size = size - 8 - n;

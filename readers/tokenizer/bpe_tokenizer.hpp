@@ -54,7 +54,8 @@ class BpeTokenizer {
   /// Sequence[Digits(individual_digits=true), ByteLevel(add_prefix_space=false, use_regex=true)]
   /// (smollm), model.vocab with ids 0..n-1, model.merges as "LEFT RIGHT" or [LEFT, RIGHT];
   /// added_tokens mark control (special) and user-defined tokens. No bos/eos (they live in
-  /// tokenizer_config.json). Throws Error(kBadModel) `PATH: FIELD: problem` otherwise.
+  /// tokenizer_config.json). The file is read by read_json_file: at most 256 MiB, 32 levels
+  /// deep, no repeated key or NUL byte. Throws Error(kBadModel) `PATH: FIELD: problem` otherwise.
   static BpeTokenizer from_tokenizer_json(const std::string& path);
 
   /// Text -> ids. smollm (T3-T6): invalid UTF-8 bytes split off as their own pieces (T5), each

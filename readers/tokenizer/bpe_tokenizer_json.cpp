@@ -1,9 +1,8 @@
 // BpeTokenizer::from_tokenizer_json: a Hugging Face tokenizer.json holding byte-level BPE with
 // SmolLM2's pre-tokenizer (spec/tokenizer.md T1, T3).
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
+#include "readers/json_limited.hpp"
 #include "readers/tokenizer/bpe_tokenizer.hpp"
 #include "reference/error.hpp"
 
@@ -38,16 +37,10 @@ std::string pre_name(const json& p) {
 }  // namespace
 
 BpeTokenizer BpeTokenizer::from_tokenizer_json(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) bad(path, "file", "cannot be read");
-  std::stringstream ss;
-  ss << f.rdbuf();
-  json j;
-  try {
-    j = json::parse(ss.str());
-  } catch (const json::exception& e) {
-    bad(path, "file", std::string("not JSON: ") + e.what());
-  }
+  // Hugging Face's tokenizer.json files run to tens of MiB (SmolLM2's is 2 MiB) and nest
+  // about 8 levels (post_processor.processors[i].special_tokens.KEY.ids).
+  constexpr JsonLimits kTokenizerJson{size_t{256} << 20, 32, "spec/tokenizer.md T1"};
+  const json j = read_json_file(path, kTokenizerJson, {ErrorCode::kBadModel, path + ": file"});
   if (!j.is_object() || !j.contains("model") || !j["model"].is_object()) bad(path, "model", "missing");
   const json& m = j["model"];
   if (!is(m, "type", "BPE")) bad(path, "model.type", "not BPE (akv reads byte-level BPE)");
