@@ -7,7 +7,9 @@
 #include <cmath>
 #include <cstring>
 
+#include "broken_catalog.hpp"
 #include "optimized/composed/composed_backend.hpp"
+#include "optimized/composed/plugin.hpp"
 #include "optimized/cpu/c_kernels.hpp"
 #include "optimized/cpu/cpu_backend.hpp"
 #include "optimized/cuda/emu/c_kernels.hpp"
@@ -116,36 +118,16 @@ TEST(GT8_FusedEqualsComposed, CpuBackendEqualsTheComposedForwardOverItsTable) {
 int32_t evict_at_begin(void*, const akv_cache_view*, int32_t begin, int32_t) { return begin; }
 int32_t evict_below_begin(void*, const akv_cache_view*, int32_t begin, int32_t) { return begin - 1; }
 int32_t evict_past_end(void*, const akv_cache_view* c, int32_t begin, int32_t end) { return c->size - (end - begin) + 1; }
-int32_t evict_touching_prefix(void*, const akv_cache_view* c, int32_t begin, int32_t) {
-  c->v[0][0] = c->v[0][0] + 1.0f;  // one prefix value rewritten
-  return begin;
-}
-// K-shift (spec/leakage.md L4): survivors moved down, keys re-rotated, nothing recomputed.
-int32_t evict_kshift(void*, const akv_cache_view* c, int32_t begin, int32_t end) {
-  const int32_t kvd = c->kv_heads * c->head_dim, half = c->head_dim / 2, d = end - begin;
-  for (int32_t l = 0; l < c->layers; ++l) {
-    std::memmove(c->k[l] + static_cast<size_t>(begin) * kvd, c->k[l] + static_cast<size_t>(end) * kvd,
-                 static_cast<size_t>(c->size - end) * kvd * sizeof(float));
-    std::memmove(c->v[l] + static_cast<size_t>(begin) * kvd, c->v[l] + static_cast<size_t>(end) * kvd,
-                 static_cast<size_t>(c->size - end) * kvd * sizeof(float));
-    for (int32_t p = begin; p < c->size - d; ++p)
-      for (int32_t h = 0; h < c->kv_heads; ++h) {
-        float* x = c->k[l] + static_cast<size_t>(p) * kvd + h * c->head_dim;
-        for (int32_t i = 0; i < half; ++i) {
-          const float x0 = x[i], x1 = x[i + half], cs = c->cos[d * half + i], sn = c->sin[d * half + i];
-          x[i] = x0 * cs + x1 * sn;
-          x[i + half] = x1 * cs - x0 * sn;
-        }
-      }
-  }
-  return c->size - d;
-}
-
 std::shared_ptr<const OpSet> with_evict(int32_t (*fn)(void*, const akv_cache_view*, int32_t, int32_t), const char* name) {
   auto* t = new akv_kernels(*reference_kernels());  // lives for the process, as a loaded library's table
   t->name = name;
   t->evict = fn;
   return set_of(t);
+}
+
+// The evict op of the catalog's library `name` (plugins/broken), every other op the reference's.
+std::shared_ptr<const OpSet> catalog_evict(const std::string& name) {
+  return load_kernels(test::broken_kernels(name), AKV_OP_EVICT);
 }
 
 std::vector<std::vector<Token>> spans() {
@@ -168,7 +150,8 @@ TEST(GT6_EvictOp, ReturningBeginIsTheExactPath) {
 }
 
 TEST(GT6_EvictOp, KShiftInPlaceOfRecomputeIsNotExact) {
-  auto b = composed(check::tiny_model(), with_evict(evict_kshift, "kshift")), never = composed(check::tiny_model(), set_of(reference_kernels()));
+  // K-shift (spec/leakage.md L4): survivors moved down, keys re-rotated, nothing recomputed.
+  auto b = composed(check::tiny_model(), catalog_evict("evict_rerotate")), never = composed(check::tiny_model(), set_of(reference_kernels()));
   Session s(*b), n(*never);
   const auto sp = spans();
   for (size_t i = 0; i < sp.size(); ++i) s.append(i, sp[i]);
@@ -182,11 +165,12 @@ TEST(GT6_EvictOp, KShiftInPlaceOfRecomputeIsNotExact) {
 
 TEST(GT6_EvictOp, ContractBreachesAreBadKernels) {
   const auto sp = spans();
-  using Evict = int32_t (*)(void*, const akv_cache_view*, int32_t, int32_t);
-  const std::pair<Evict, std::string> breaches[] = {
-      {evict_below_begin, "outside"}, {evict_past_end, "outside"}, {evict_touching_prefix, "rewrote prefix rows"}};
-  for (const auto& [fn, what] : breaches) {
-    auto b = composed(check::tiny_model(), with_evict(fn, "breach"));
+  const std::pair<std::shared_ptr<const OpSet>, std::string> breaches[] = {
+      {with_evict(evict_below_begin, "breach"), "outside"},
+      {with_evict(evict_past_end, "breach"), "outside"},
+      {catalog_evict("evict_page_prefix"), "rewrote prefix rows"}};  // pages from begin rounded down to 16
+  for (const auto& [ops, what] : breaches) {
+    auto b = composed(check::tiny_model(), ops);
     Session s(*b);
     for (size_t i = 0; i < sp.size(); ++i) s.append(i, sp[i]);
     try {

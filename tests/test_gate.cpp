@@ -1,6 +1,7 @@
 // The gate (spec/gate.md GT1-GT5, GT9): the ABI's loader and table checks, the per-op
-// properties catching realistic defects in in-process tables, the end-to-end checks, the
-// verdict that never passes vacuously, and akv's own tables passing.
+// properties catching the realistic defects of the catalog of broken kernels (plugins/broken,
+// loaded in process), the end-to-end checks, the verdict that never passes vacuously, and akv's
+// own tables passing.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -14,6 +15,7 @@
 
 #include <unistd.h>
 
+#include "broken_catalog.hpp"
 #include "cli_support.hpp"
 #include "support.hpp"
 #include "optimized/composed/plugin.hpp"
@@ -22,15 +24,12 @@
 #include "optimized/cuda/emu/c_kernels.hpp"
 #include "reference/c_kernels.hpp"
 #include "reference/error.hpp"
-#include "reference/ops.hpp"
 #include "gate/check_list.hpp"
 #include "gate/gate.hpp"
 #include "gate/junit.hpp"
 #include "gate/message.hpp"
 #include "gate/op_props.hpp"
 #include "gate/shapes.hpp"
-
-#include <akv/exp.h>
 
 namespace akv {
 namespace {
@@ -39,7 +38,15 @@ namespace fs = std::filesystem;
 
 std::shared_ptr<const OpSet> set_of(const akv_kernels* t) { return std::make_shared<const OpSet>(t, nullptr, t->name); }
 
-// A copy of the reference's table with one op replaced: each defect below is one edit.
+// The catalog's control and the defects the CLI tests run (plugins/broken).
+const std::string kSoundBase = test::sound_kernels(), kSplitK = test::broken_kernels("split_k_by_m"),
+                  kThreadReduction = test::broken_kernels("thread_reduction");
+
+// The catalog's library `name` (plugins/broken), loaded in this process.
+std::shared_ptr<const OpSet> catalog(const std::string& name) { return load_kernels(test::broken_kernels(name)); }
+
+// A copy of the reference's table with one op replaced: a sound variant, or a defect the catalog
+// of broken kernels does not hold.
 akv_kernels* variant(const char* name) {
   auto* t = new akv_kernels(*reference_kernels());
   t->name = name;
@@ -110,56 +117,11 @@ TEST(GT1_Abi, OpsNotTakenFallBackToTheReference) {
 
 // ---- GT2: realistic defects each caught by its invariance property
 
-// Split-K whose split follows M: from 8 rows on, k is summed in two halves.
-void matmul_split_by_m(void*, float* Y, size_t ldy, const float* X, size_t ldx, int32_t M, const float* W, const void*,
-                       int32_t n, int32_t d, float*) {
-  for (int32_t m = 0; m < M; ++m)
-    for (int32_t j = 0; j < d; ++j) {
-      const float* x = X + m * ldx;
-      const float* w = W + static_cast<size_t>(j) * n;
-      const int32_t split = M >= 8 ? n / 2 : n;
-      float a = 0, b = 0;
-      for (int32_t k = 0; k < split; ++k) a += x[k] * w[k];
-      for (int32_t k = split; k < n; ++k) b += x[k] * w[k];
-      Y[m * ldy + j] = a + b;
-    }
-}
-
-// A reduction whose order follows the thread count: one partial sum per thread.
-int g_threads = 1;
-int set_threads(void*, int32_t n) { return g_threads = n, 0; }
-void matmul_by_threads(void*, float* Y, size_t ldy, const float* X, size_t ldx, int32_t M, const float* W, const void*,
-                       int32_t n, int32_t d, float*) {
-  for (int32_t m = 0; m < M; ++m)
-    for (int32_t j = 0; j < d; ++j) {
-      float total = 0;
-      for (int t = 0; t < g_threads; ++t) {
-        float part = 0;
-        for (int32_t k = t * n / g_threads; k < (t + 1) * n / g_threads; ++k) part += X[m * ldx + k] * W[static_cast<size_t>(j) * n + k];
-        total += part;
-      }
-      Y[m * ldy + j] = total;
-    }
-}
-
-// A stale scratch read: the accumulator lives in scratch and is reset only when it is NaN.
-size_t one_float(void*, uint32_t, int32_t, int32_t, int32_t) { return 1; }
-void matmul_stale(void*, float* Y, size_t ldy, const float* X, size_t ldx, int32_t M, const float* W, const void*,
-                  int32_t n, int32_t d, float* s) {
-  if (std::isnan(s[0])) s[0] = 0;
-  for (int32_t m = 0; m < M; ++m)
-    for (int32_t j = 0; j < d; ++j) {
-      float acc = s[0];
-      for (int32_t k = 0; k < n; ++k) acc += X[m * ldx + k] * W[static_cast<size_t>(j) * n + k];
-      Y[m * ldy + j] = acc;
-    }
-}
-
-gate::Check check(const std::string& id, akv_kernels* t) { return gate::run_check(id, set_of(t), opts()); }
+gate::Check check(const std::string& id, std::shared_ptr<const OpSet> s) { return gate::run_check(id, std::move(s), opts()); }
+gate::Check check(const std::string& id, akv_kernels* t) { return check(id, set_of(t)); }
 
 TEST(GT2_GateInvariance, SplitKThatFollowsMFailsRows) {
-  akv_kernels* t = variant("split-by-m");
-  t->matmul = matmul_split_by_m;
+  const auto t = catalog("split_k_by_m");
   const gate::Check c = check("GT2.matmul.rows", t);
   ASSERT_EQ(c.result, "fail") << c.message;
   EXPECT_GE(c.first_failure, 1);
@@ -176,41 +138,23 @@ TEST(GT2_GateInvariance, SplitKThatFollowsMFailsRows) {
   EXPECT_EQ(check("GT3.matmul.bound", t).result, "pass");
 }
 
-// Split-K from a prefill size on (M >= 64): k in two halves, as a GEMM parallel over k.
-void matmul_split_from_64(void* ctx, float* Y, size_t ldy, const float* X, size_t ldx, int32_t M, const float* W,
-                          const void* p, int32_t n, int32_t d, float* s) {
-  if (M < 64) return reference_kernels()->matmul(ctx, Y, ldy, X, ldx, M, W, p, n, d, s);
-  for (int32_t m = 0; m < M; ++m)
-    for (int32_t j = 0; j < d; ++j) {
-      float a = 0, b = 0;
-      for (int32_t k = 0; k < n / 2; ++k) a += X[m * ldx + k] * W[static_cast<size_t>(j) * n + k];
-      for (int32_t k = n / 2; k < n; ++k) b += X[m * ldx + k] * W[static_cast<size_t>(j) * n + k];
-      Y[m * ldy + j] = a + b;
-    }
-}
-
 TEST(GT2_GateInvariance, SplitKFromAPrefillSizeFailsRowsAtEverySeed) {
-  akv_kernels* t = variant("split-from-64");
-  t->matmul = matmul_split_from_64;
+  const auto t = catalog("split_k_large_m");
   for (uint64_t seed = 1; seed <= 5; ++seed) {
     gate::Options o = opts(100);
     o.seed = seed;
-    EXPECT_EQ(gate::run_check("GT2.matmul.rows", set_of(t), o).result, "fail") << "seed " << seed;
+    EXPECT_EQ(gate::run_check("GT2.matmul.rows", t, o).result, "fail") << "seed " << seed;
   }
 }
 
 TEST(GT2_GateInvariance, ThreadOrderedReductionFailsThreads) {
-  akv_kernels* t = variant("by-threads");
-  t->matmul = matmul_by_threads;
-  t->set_threads = set_threads;
+  const auto t = catalog("split_k_by_threads");
   EXPECT_EQ(check("GT2.matmul.threads", t).result, "fail");
   EXPECT_EQ(check("GT2.matmul.rows", t).result, "pass");
 }
 
 TEST(GT2_GateInvariance, StaleScratchFailsScratch) {
-  akv_kernels* t = variant("stale");
-  t->matmul = matmul_stale;
-  t->scratch_floats = one_float;
+  const auto t = catalog("stale_scratch");
   EXPECT_EQ(check("GT2.matmul.scratch", t).result, "fail");
 }
 
@@ -221,42 +165,6 @@ TEST(GT2_GateInvariance, PropertiesThatDoNotApplyAreSkippedNotPassed) {
 }
 
 // ---- GT3
-
-// One FMA contracted at one call site of RoPE.
-void rope_fma(void*, float* x, size_t ldx, int32_t M, int32_t heads, int32_t hd, const int32_t* pos, const float* cos,
-              const float* sin) {
-  const int32_t half = hd / 2;
-  for (int32_t m = 0; m < M; ++m)
-    for (int32_t h = 0; h < heads; ++h) {
-      float* r = x + m * ldx + h * hd;
-      const float* c = cos + static_cast<size_t>(pos[m]) * half;
-      const float* s = sin + static_cast<size_t>(pos[m]) * half;
-      for (int32_t i = 0; i < half; ++i) {
-        const float x0 = r[i], x1 = r[i + half];
-        r[i] = std::fma(x0, c[i], -(x1 * s[i]));
-        r[i + half] = x0 * s[i] + x1 * c[i];
-      }
-    }
-}
-
-// A matmul that drops the last term of every dot product.
-void matmul_short(void*, float* Y, size_t ldy, const float* X, size_t ldx, int32_t M, const float* W, const void*,
-                  int32_t n, int32_t d, float*) {
-  for (int32_t m = 0; m < M; ++m) ref::matmul(Y + m * ldy, X + m * ldx, W, n - 1 > 0 ? n - 1 : n, d);
-  (void)W;
-}
-
-// RMSNorm's mean as ss * (1/n): one multiply per row for a divide; within 2 B2, other bits.
-void rmsnorm_reciprocal_mean(void*, float* out, const float* x, const float* w, int32_t M, int32_t n, float eps) {
-  const float inv_n = 1.0f / static_cast<float>(n);
-  for (int32_t m = 0; m < M; ++m) {
-    const float* r = x + static_cast<size_t>(m) * n;
-    float ss = 0;
-    for (int32_t j = 0; j < n; ++j) ss = ss + r[j] * r[j];
-    const float inv = 1.0f / std::sqrt(ss * inv_n + eps);
-    for (int32_t j = 0; j < n; ++j) out[static_cast<size_t>(m) * n + j] = (r[j] * inv) * w[j];
-  }
-}
 
 // RMSNorm with ss summed in 8 lanes then added pairwise: another order, allowed (B2).
 void rmsnorm_lanes(void*, float* out, const float* x, const float* w, int32_t M, int32_t n, float eps) {
@@ -271,22 +179,13 @@ void rmsnorm_lanes(void*, float* out, const float* x, const float* w, int32_t M,
   }
 }
 
-// SwiGLU with the C library's expf, and with the header's akv_exp (the contract's).
-void swiglu_expf(void*, float* out, const float* g, const float* u, int32_t n) {
-  for (int32_t j = 0; j < n; ++j) out[j] = (g[j] / (1.0f + std::exp(-g[j]))) * u[j];
-}
-void swiglu_header(void*, float* out, const float* g, const float* u, int32_t n) {
-  for (int32_t j = 0; j < n; ++j) out[j] = (g[j] / (1.0f + akv_exp(-g[j]))) * u[j];
-}
-
 // A residual add wrong from element 2 on (a vector path's first lane past a 2-wide head).
 void add_wrong_from_2(void*, float* x, const float* y, int32_t n) {
   for (int32_t j = 0; j < n; ++j) x[j] = j >= 2 ? std::nextafter(x[j] + y[j], INFINITY) : x[j] + y[j];
 }
 
 TEST(GT3_GateAccuracy, AMeanAsSsTimesOneOverNFailsExactOnly) {
-  akv_kernels* t = variant("rmsnorm-reciprocal-mean");
-  t->rmsnorm = rmsnorm_reciprocal_mean;
+  const auto t = catalog("rmsnorm_reciprocal_mean");
   const gate::Check c = check("GT3.rmsnorm.exact", t);
   ASSERT_EQ(c.result, "fail") << c.message;
   EXPECT_NE(c.message.find("M7"), std::string::npos) << c.message;
@@ -303,15 +202,12 @@ TEST(GT3_GateAccuracy, AnotherOrderOfTheSumOfSquaresIsAllowed) {
 }
 
 TEST(GT3_GateAccuracy, SwigluWithExpfFailsAndWithTheHeadersExpPasses) {
-  akv_kernels* t = variant("swiglu-expf");
-  t->swiglu = swiglu_expf;
-  const gate::Check c = check("GT3.swiglu.bitwise", t);
+  const gate::Check c = check("GT3.swiglu.bitwise", catalog("swiglu_expf"));
   ASSERT_EQ(c.result, "fail") << c.message;
   EXPECT_NE(c.message.find("akv_exp"), std::string::npos) << c.message;
   EXPECT_EQ(c.message.find("B8"), std::string::npos) << "B8 is a bound, not the bitwise clause: " << c.message;
-  akv_kernels* h = variant("swiglu-header");
-  h->swiglu = swiglu_header;
-  EXPECT_EQ(check("GT3.swiglu.bitwise", h).result, "pass");
+  // The sound base's SwiGLU calls the header's akv_exp.
+  EXPECT_EQ(check("GT3.swiglu.bitwise", load_kernels(kSoundBase)).result, "pass");
 }
 
 TEST(GT3_GateAccuracy, AnElementwiseFailureShrinksToItsSmallestLength) {
@@ -342,16 +238,13 @@ TEST(GT2_GateShapes, DrawnShapesReachPrefillChunksRealLayersAndPathSwitches) {
 }
 
 TEST(GT3_GateAccuracy, ContractedRopeFailsBitwise) {
-  akv_kernels* t = variant("rope-fma");
-  t->rope = rope_fma;
+  const auto t = catalog("fma_in_rope");
   EXPECT_EQ(check("GT3.rope.bitwise", t).result, "fail");
   EXPECT_EQ(check("GT2.rope.rows", t).result, "pass");
 }
 
 TEST(GT3_GateAccuracy, AWrongMatmulFailsB1) {
-  akv_kernels* t = variant("short");
-  t->matmul = matmul_short;
-  EXPECT_EQ(check("GT3.matmul.bound", t).result, "fail");
+  EXPECT_EQ(check("GT3.matmul.bound", catalog("skip_last_k")).result, "fail");
 }
 
 // ---- GT4
@@ -524,13 +417,13 @@ TEST(GT5_GateCli, ABadEnvironmentOrOutIsExitTwoBeforeAnyCheck) {
   const fs::path file = fs::temp_directory_path() / "akv_test_gate_out_is_a_file";
   std::ofstream(file) << "x\n";
   for (const auto& [env, args] : std::vector<std::pair<std::string, std::vector<std::string>>>{
-           {"RC_PARAMS='seed=abc'", {"gate", "--kernels", AKV_SOUND_BASE, "--cases", "3"}},
-           {"RC_PARAMS='reproduce=zzzz'", {"gate", "--kernels", AKV_SOUND_BASE, "--cases", "3", "--json"}},
-           {"", {"gate", "--kernels", AKV_SOUND_BASE, "--cases", "3", "--out", file.string()}},
+           {"RC_PARAMS='seed=abc'", {"gate", "--kernels", kSoundBase, "--cases", "3"}},
+           {"RC_PARAMS='reproduce=zzzz'", {"gate", "--kernels", kSoundBase, "--cases", "3", "--json"}},
+           {"", {"gate", "--kernels", kSoundBase, "--cases", "3", "--out", file.string()}},
            // A reproduce string replays one check's case: without --check it names nothing to run.
            {"RC_PARAMS='reproduce=BIxRUNjLhRGZuIWa0dXazV2LiJTAAAAAAAAAAEAAAAAAAAAABAAAAAAAAAQAAAAAAAAAAIAACkBAAAwABIgA'",
-            {"gate", "--kernels", AKV_SOUND_BASE, "--cases", "3"}},
-           {"", {"gate", "--kernels", AKV_SOUND_BASE, "--describe"}}}) {
+            {"gate", "--kernels", kSoundBase, "--cases", "3"}},
+           {"", {"gate", "--kernels", kSoundBase, "--describe"}}}) {
     const test::CliRun r = test::run_akv(args, env);
     EXPECT_EQ(r.code, 2) << env << r.err;
     EXPECT_TRUE(test::empty_or_json_error(r.out)) << env << r.out;
@@ -541,7 +434,7 @@ TEST(GT5_GateCli, ABadEnvironmentOrOutIsExitTwoBeforeAnyCheck) {
 TEST(GT5_GateCli, ClosedStandardStreamsChangeNothing) {
   // The gate's pipes must not land on fd 0, 1 or 2 when the caller closed them.
   for (const char* redirect : {">&- 2>&-", "<&- 2>&-"}) {
-    const std::string cmd = "exec " + test::sh_quote(AKV_CLI) + " gate --kernels " + test::sh_quote(AKV_SOUND_BASE) +
+    const std::string cmd = "exec " + test::sh_quote(AKV_CLI) + " gate --kernels " + test::sh_quote(kSoundBase) +
                             " --ops add --cases 5 --seed 1 --out " + test::sh_quote(::testing::TempDir() + "akv_gate_fds") + " " +
                             redirect + " >/dev/null";
     const int st = std::system(("(" + cmd + ")").c_str());
@@ -551,7 +444,7 @@ TEST(GT5_GateCli, ClosedStandardStreamsChangeNothing) {
 
 TEST(GT5_GateCli, TheReproduceLineReplaysTheFailure) {
   const fs::path out = fs::temp_directory_path() / "akv_test_gate_replay";
-  const test::CliRun r = test::run_akv({"gate", "--kernels", AKV_BROKEN_SPLIT_K, "--cases", "50", "--seed", "2", "--check",
+  const test::CliRun r = test::run_akv({"gate", "--kernels", kSplitK, "--cases", "50", "--seed", "2", "--check",
                                         "GT2.matmul.rows", "--out", out.string()});
   ASSERT_EQ(r.code, 1) << r.out << r.err;
   const size_t line = r.out.find("reproduce: "), at = r.out.find("RC_PARAMS=\"", line);  // after the library's variables
@@ -560,7 +453,7 @@ TEST(GT5_GateCli, TheReproduceLineReplaysTheFailure) {
   const size_t begin = at + 11, end = r.out.find('"', begin);
   const std::string rc = r.out.substr(begin, end - begin);
   EXPECT_NE(r.out.find("--check GT2.matmul.rows", end), std::string::npos) << r.out;  // the line names its check
-  const test::CliRun again = test::run_akv({"gate", "--kernels", AKV_BROKEN_SPLIT_K, "--cases", "50", "--seed", "2", "--check",
+  const test::CliRun again = test::run_akv({"gate", "--kernels", kSplitK, "--cases", "50", "--seed", "2", "--check",
                                             "GT2.matmul.rows", "--out", out.string(), "--json"},
                                            "RC_PARAMS=" + test::sh_quote(rc));
   EXPECT_EQ(again.code, 1) << again.out << again.err;
@@ -580,7 +473,7 @@ TEST(GT5_GateCounterexample, TheEndToEndFileReRunsInTheWitness) {
   const fs::path out = fs::temp_directory_path() / "akv_test_gate_e2e_file";
   fs::remove_all(out);
   const std::string id = "GT4.E1_PropEvictEqualsNever.Requests";
-  const test::CliRun r = test::run_akv({"gate", "--kernels", AKV_BROKEN_SPLIT_K, "--cases", "100", "--seed", "1",
+  const test::CliRun r = test::run_akv({"gate", "--kernels", kSplitK, "--cases", "100", "--seed", "1",
                                         "--check", id, "--json", "--out", out.string()},
                                        "", 300);
   ASSERT_EQ(r.code, 1) << r.out << r.err;
@@ -593,7 +486,7 @@ TEST(GT5_GateCounterexample, TheEndToEndFileReRunsInTheWitness) {
   const nlohmann::json ce = nlohmann::json::parse(test::slurp(file));
   ASSERT_EQ(ce["akv_counterexample"]["witness_applies"], true);
   const std::string args = ce["akv_counterexample"]["witness_args"];
-  EXPECT_NE(args.find(std::string("--kernels ") + AKV_BROKEN_SPLIT_K), std::string::npos) << args;
+  EXPECT_NE(args.find(std::string("--kernels ") + kSplitK), std::string::npos) << args;
   // The witness on the file, with the file's arguments: the defect shows again (exit 1) ...
   std::vector<std::string> argv{"witness", file};
   std::istringstream words(args);
@@ -602,7 +495,7 @@ TEST(GT5_GateCounterexample, TheEndToEndFileReRunsInTheWitness) {
   EXPECT_EQ(again.code, 1) << again.out << again.err;
   // ... and the same conversation on the sound control (the defect's base) is exact (exit 0).
   for (auto& w : argv)
-    if (w == AKV_BROKEN_SPLIT_K) w = AKV_SOUND_BASE;
+    if (w == kSplitK) w = kSoundBase;
   const test::CliRun control = test::run_akv(argv);
   EXPECT_EQ(control.code, 0) << control.out << control.err;
 }
@@ -613,23 +506,23 @@ TEST(GT5_GateCounterexample, TheEndToEndFileReRunsInTheWitness) {
 TEST(O5_WitnessKernels, AThreadDefectFailsOnlyAcrossThreadCounts) {
   const std::string conv = test::example("ad01_banking_ut0_gpt4omini.json");
   const std::vector<std::string> base{"witness", conv, "--model", "tiny", "--threads", "1", "--json"};
-  auto run = [&](const char* lib, std::vector<std::string> extra) {
+  auto run = [&](const std::string& lib, std::vector<std::string> extra) {
     std::vector<std::string> argv = base;
     argv.insert(argv.end(), {"--kernels", lib});
     argv.insert(argv.end(), extra.begin(), extra.end());
     return test::run_akv(argv);
   };
-  const test::CliRun broken = run(AKV_BROKEN_THREADS, {});
+  const test::CliRun broken = run(kThreadReduction, {});
   ASSERT_EQ(broken.code, 1) << broken.out << broken.err;
   const nlohmann::json b = gate_json(broken);
   EXPECT_EQ(b["passed"], false);
   EXPECT_EQ(b["cross_config_identical"], false);
   EXPECT_NE(b["cross_config"].get<std::string>().find("2 threads"), std::string::npos) << b["cross_config"];
   EXPECT_EQ(b["evict_vs_never_max_abs"], 0.0);  // within one configuration the defect is invisible
-  const test::CliRun same = run(AKV_BROKEN_THREADS, {"--same-config"});
+  const test::CliRun same = run(kThreadReduction, {"--same-config"});
   EXPECT_EQ(same.code, 0) << same.out << same.err;
   // The control: the defect's sound base passes under both configurations.
-  const test::CliRun sound = run(AKV_SOUND_BASE, {});
+  const test::CliRun sound = run(kSoundBase, {});
   EXPECT_EQ(sound.code, 0) << sound.out << sound.err;
   EXPECT_EQ(gate_json(sound)["cross_config_identical"], true);
 }
@@ -663,7 +556,7 @@ struct SplitKRun {
   test::CliRun r;
   SplitKRun() {
     fs::remove_all(out);
-    r = test::run_akv({"gate", "--kernels", AKV_BROKEN_SPLIT_K, "--ops", "matmul", "--cases", "40", "--seed", "2", "--out",
+    r = test::run_akv({"gate", "--kernels", kSplitK, "--ops", "matmul", "--cases", "40", "--seed", "2", "--out",
                        out.string(), "--junit", (out / "junit.xml").string()},
                       "OMP_NUM_THREADS=2 BLIS_ARCH_TYPE=haswell", 300);
   }
@@ -678,7 +571,7 @@ TEST(GT5_GateReport, TheSeedComesFirstAndTheEnvironmentIsRecorded) {
   ASSERT_EQ(s.r.code, 1) << s.r.out << s.r.err;
   EXPECT_EQ(s.r.out.rfind("akv gate: seed 2 (--seed", 0), 0u) << s.r.out;
   // The clock's seed is printed first too.
-  const test::CliRun clock = test::run_akv({"gate", "--kernels", AKV_SOUND_BASE, "--ops", "add", "--cases", "3", "--out",
+  const test::CliRun clock = test::run_akv({"gate", "--kernels", kSoundBase, "--ops", "add", "--cases", "3", "--out",
                                             (s.out / "clock").string()});
   EXPECT_EQ(clock.out.rfind("akv gate: seed ", 0), 0u) << clock.out;
   EXPECT_NE(clock.out.find("(from the clock; --seed "), std::string::npos) << clock.out;
@@ -756,7 +649,7 @@ TEST(GT5_GateReport, TheCSnippetReproducesInTheAuthorsOwnTest) {
   ASSERT_TRUE(fs::exists(c)) << s.r.out;
   EXPECT_NE(test::slurp(c.string()).find("static const float X["), std::string::npos);
   // Compiled with the C compiler against the broken library it fails (1), against the sound one it holds (0).
-  for (const auto& [lib, want] : std::vector<std::pair<std::string, int>>{{AKV_BROKEN_SPLIT_K, 1}, {AKV_SOUND_BASE, 0}}) {
+  for (const auto& [lib, want] : std::vector<std::pair<std::string, int>>{{kSplitK, 1}, {kSoundBase, 0}}) {
     const std::string exe = (s.out / ("cx_" + std::to_string(want))).string();
     const std::string build = "cc -std=c11 -Werror -Wall -DAKV_CX_MAIN -I " + test::sh_quote(std::string(AKV_SOURCE_DIR) + "/include") + " " +
                               test::sh_quote(c.string()) + " " + test::sh_quote(lib) + " -lm -o " + test::sh_quote(exe);
@@ -773,19 +666,19 @@ TEST(GT5_GateReport, AReplayThatPassesSaysItDidNotReproduce) {
   ASSERT_NE(at, std::string::npos) << s.r.out;
   const std::string rc = s.r.out.substr(at + 11, s.r.out.find('"', at + 11) - at - 11);
   // The failure's replay on the defect's sound base (the kernel "fixed"): a pass that says so.
-  const test::CliRun fixed = test::run_akv({"gate", "--kernels", AKV_SOUND_BASE, "--cases", "40", "--seed", "2", "--check",
+  const test::CliRun fixed = test::run_akv({"gate", "--kernels", kSoundBase, "--cases", "40", "--seed", "2", "--check",
                                             "GT2.matmul.rows", "--out", s.out.string()},
                                            "RC_PARAMS=" + test::sh_quote(rc));
   EXPECT_EQ(fixed.code, 0) << fixed.out << fixed.err;
   EXPECT_NE(fixed.out.find("did not reproduce"), std::string::npos) << fixed.out;
   // On the broken library it fails in every replay.
-  const test::CliRun again = test::run_akv({"gate", "--kernels", AKV_BROKEN_SPLIT_K, "--cases", "40", "--seed", "2", "--check",
+  const test::CliRun again = test::run_akv({"gate", "--kernels", kSplitK, "--cases", "40", "--seed", "2", "--check",
                                             "GT2.matmul.rows", "--out", s.out.string()},
                                            "RC_PARAMS=" + test::sh_quote(rc));
   EXPECT_EQ(again.code, 1) << again.out;
   EXPECT_NE(again.out.find("reproduced in 5 of 5 replays"), std::string::npos) << again.out;
   // A reproduce string of another check is exit 2, never a silent fresh run.
-  const test::CliRun other = test::run_akv({"gate", "--kernels", AKV_SOUND_BASE, "--check", "GT2.matmul.threads"},
+  const test::CliRun other = test::run_akv({"gate", "--kernels", kSoundBase, "--check", "GT2.matmul.threads"},
                                            "RC_PARAMS=" + test::sh_quote(rc));
   EXPECT_EQ(other.code, 2) << other.out << other.err;
   EXPECT_NE(other.err.find("not --check GT2.matmul.threads"), std::string::npos) << other.err;

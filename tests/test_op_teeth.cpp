@@ -1,13 +1,16 @@
 // The per-op checks' own teeth (verify/check/op_checks): each catches an op table broken on
 // purpose (an output one ulp off, a row left unrotated, a matmul or attention output outside
-// its bound, a rounding model that makes the bound vacuous), passes on the intact table, and
-// refuses to compare the reference with itself. The clause is B10, which these checks stand behind.
+// its bound, a rounding model that makes the bound vacuous, the catalog's defects of
+// plugins/broken), passes on the intact table, and refuses to compare the reference with
+// itself. The clause is B10, which these checks stand behind.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <string>
 
+#include "broken_catalog.hpp"
 #include "harness_support.hpp"
+#include "optimized/composed/plugin.hpp"
 #include "verify/check/op_checks.hpp"
 
 using namespace akv;
@@ -47,19 +50,9 @@ TEST(B10_OpCheckTeeth, AnOutputOneUlpOffFailsTheExactMatmulCase) {
 }
 
 TEST(B10_OpCheckTeeth, AMeanTakenAsSsTimesOneOverNFailsTheExactRmsNormCase) {
-  // The kernel's own ss (K2's dot), then ss * (1/n) for ss / n: within 2 B2, other bits.
-  check::OpTable t = portable();
-  EXPECT_TRUE(passed(check::rmsnorm_integers_equal_reference(t)));
-  const auto dot = t.dot;
-  t.label = "mutant";
-  t.rmsnorm = [dot](float* out, const float* x, const float* w, int M, int n, float eps) {
-    const float inv_n = 1.0f / static_cast<float>(n);
-    for (int m = 0; m < M; ++m) {
-      const float* xr = x + static_cast<size_t>(m) * n;
-      const float inv = 1.0f / std::sqrt(dot(xr, xr, n) * inv_n + eps);
-      for (int j = 0; j < n; ++j) out[static_cast<size_t>(m) * n + j] = (xr[j] * inv) * w[j];
-    }
-  };
+  // The catalog's defect (ss * (1/n) for ss / n: within 2 B2, other bits) and its sound control.
+  EXPECT_TRUE(passed(check::rmsnorm_integers_equal_reference(check::plugin_op_table(load_kernels(test::sound_kernels())))));
+  const check::OpTable t = check::plugin_op_table(load_kernels(test::broken_kernels("rmsnorm_reciprocal_mean")));
   const check::Report r = check::rmsnorm_integers_equal_reference(t);
   EXPECT_FALSE(r.passed());
   EXPECT_TRUE(check::rmsnorm_within_bounds(t).passed()) << "the defect is inside the bound: only bits show it";
@@ -77,15 +70,9 @@ TEST(B10_OpCheckTeeth, ARowLeftUnrotatedFailsBothRopeChecks) {
 }
 
 TEST(B10_OpCheckTeeth, AMatmulOutsideTwiceB1FailsTheBoundProperty) {
-  check::OpTable t = portable();
-  EXPECT_TRUE(passed(check::matmul_within_bounds(t)));
-  const auto intact = t.matmul;
-  t.label = "mutant";
-  t.matmul = [intact](float* Y, const float* X, const float* W, int M, int n, int d) {
-    intact(Y, X, W, M, n, d);
-    for (int i = 0; i < M * d; ++i) Y[i] *= 1.0f + 0x1p-8f;  // far beyond n u |x||w| for n << 2^15
-  };
-  EXPECT_FALSE(check::matmul_within_bounds(t).passed());
+  // The catalog's off-by-one bound (the last product never summed) and its sound control.
+  EXPECT_TRUE(passed(check::matmul_within_bounds(check::plugin_op_table(load_kernels(test::sound_kernels())))));
+  EXPECT_FALSE(check::matmul_within_bounds(check::plugin_op_table(load_kernels(test::broken_kernels("skip_last_k")))).passed());
 }
 
 TEST(B10_OpCheckTeeth, AnAttentionOutputOffItsBoundFailsAgainstExact) {

@@ -8,6 +8,7 @@
 #include "optimized/composed/plugin.hpp"
 #include "reference/backend.hpp"
 #include "reference/error.hpp"
+#include "broken_catalog.hpp"
 #include "cli_support.hpp"
 #include "support.hpp"
 #include "verify/bounds/op_bounds.hpp"
@@ -138,12 +139,12 @@ TEST(B16_PerOp, AKernelLibraryThroughTheCAbi) {
   const auto m = check::small_model();
   const auto toks = check::tokens(24, 3, m->config.vocab);
   const check::PerOpReport ok =
-      check::per_op_check(*m, toks, {check::plugin_op_table(load_kernels(AKV_SOUND_BASE))}, "small");
+      check::per_op_check(*m, toks, {check::plugin_op_table(load_kernels(test::sound_kernels()))}, "small");
   EXPECT_TRUE(ok.sound()) << check::to_text(ok);
   ASSERT_EQ(ok.tables.size(), 1u);
   EXPECT_EQ(ok.tables[0].rfind("plugin_", 0), 0u) << ok.tables[0];
   const check::PerOpReport bad =
-      check::per_op_check(*m, toks, {check::plugin_op_table(load_kernels(AKV_BROKEN_FMA_ROPE))}, "small");
+      check::per_op_check(*m, toks, {check::plugin_op_table(load_kernels(test::broken_kernels("fma_in_rope")))}, "small");
   EXPECT_FALSE(bad.sound());
   for (const check::OpStat& s : bad.stats)
     EXPECT_EQ(s.over > 0, s.op == "rope_q" || s.op == "rope_k") << s.op << " layer " << s.layer;
@@ -183,7 +184,7 @@ TEST(B16_PerOp, TheCliChecksAnyModelAndRefusesPerOpOptionsWithoutIt) {
   EXPECT_NE(text.out.find("SOUND: every op of every layer within its bound"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("cuda_emu"), std::string::npos) << text.out;
   const test::CliRun broken =
-      test::run_akv({"bounds", f, "--per-op", "--model", "tiny", "--max-tokens", "8", "--kernels", AKV_BROKEN_FMA_ROPE});
+      test::run_akv({"bounds", f, "--per-op", "--model", "tiny", "--max-tokens", "8", "--kernels", test::broken_kernels("fma_in_rope")});
   EXPECT_EQ(broken.code, 1) << broken.err;
   EXPECT_NE(broken.out.find("VIOLATED: plugin_"), std::string::npos) << broken.out;
   const test::CliRun from = test::run_akv({"bounds", f, "--per-op", "--model", "tiny", "--max-tokens", "30", "--from", "24", "--json"});

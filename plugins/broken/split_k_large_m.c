@@ -1,14 +1,14 @@
-/* Defect: split-K from a prefill size on. From M >= 32 rows (a prefill chunk) the kernel
+/* Defect: split-K from a prefill size on. From M >= 64 rows (a prefill chunk) the kernel
  * splits k in two halves, each its own FMA chain, and adds the halves, as a blocked GEMM does
- * when it parallelises over k for tall calls; decode and small batches (M < 32) take the base's
- * one chain. A row's bits then depend on M (GT2), but only calls of 32 rows or more show it:
+ * when it parallelises over k for tall calls; decode and small batches (M < 64) take the base's
+ * one chain. A row's bits then depend on M (GT2), but only calls of 64 rows or more show it:
  * the tiny model never multiplies that many rows. */
 #include <math.h>
 
 #include "sound_base.h"
 
 /* The row count from which the kernel splits k. */
-#define SPLIT_FROM_M 32
+#define SPLIT_FROM_M 64
 
 static void matmul(void* ctx, float* Y, size_t ldy, const float* X, size_t ldx, int32_t M, const float* W,
                    const void* prepared, int32_t n, int32_t d, float* scratch) {

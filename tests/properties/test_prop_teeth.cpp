@@ -1,6 +1,7 @@
 // The suite's teeth (spec/properties.md "Does the suite catch bugs?"): run the properties
-// against deliberately broken backends; each must fail, shrink to a small case, and leave a
-// counterexample file that `akv witness` parses and re-runs.
+// against deliberately broken backends (tests/properties/mutants.hpp) and kernel libraries of the
+// catalog of broken kernels (plugins/broken); each must fail, shrink to a small case, and leave
+// a counterexample file that `akv witness` parses and re-runs.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <fstream>
@@ -12,27 +13,37 @@
 #include "readers/conversation/chat_parse.hpp"
 #include "reference/chat.hpp"
 #include "reference/synthetic_spec.hpp"
+#include "tests/broken_catalog.hpp"
 #include "tests/properties/mutants.hpp"
+#include "verify/backends.hpp"
 #include "verify/props/counterexample.hpp"
 #include "verify/props/harness.hpp"
 
 namespace akv::test {
 namespace {
 
-// The CI profile's context on mutant `m`: the cpu mutants draw threads and ISAs as "cpu" does.
+// The CI profile's context on mutant `m`.
 prop::Context mutant_context(Mutation m) {
   prop::Context ctx;
-  if (m == Mutation::kThreadSplit || m == Mutation::kBatchedTail) {
-    ctx.backend = "cpu";
-    ctx.factory = [m](std::shared_ptr<const Model> model, const BackendOptions& opt) {
-      return std::make_unique<MutantCpuBackend>(std::move(model), opt, m);
-    };
-  } else {
-    ctx.backend = "mutant";
-    ctx.factory = [m](std::shared_ptr<const Model> model, const BackendOptions&) {
-      return std::make_unique<MutantBackend>(std::move(model), m);
-    };
-  }
+  ctx.backend = "mutant";
+  ctx.factory = [m](std::shared_ptr<const Model> model, const BackendOptions&) {
+    return std::make_unique<MutantBackend>(std::move(model), m);
+  };
+  return ctx;
+}
+
+// The CI profile's context on the catalog's library `name`, the composed forward over its ops
+// (`--kernels`). It draws threads (the library's set_threads) and ISAs as "cpu" does, so a
+// counterexample file re-runs on the cpu backend in `akv witness`; the library ignores the ISA.
+prop::Context catalog_context(const std::string& name) {
+  prop::Context ctx;
+  ctx.backend = "cpu";
+  ctx.factory = [lib = broken_kernels(name)](std::shared_ptr<const Model> model, const BackendOptions& opt) {
+    BackendOptions o;
+    o.kernels = lib;
+    o.threads = opt.threads > 0 ? opt.threads : 2;
+    return make_backend("cpu", std::move(model), o);
+  };
   return ctx;
 }
 
@@ -55,6 +66,8 @@ prop::Outcome run_in(const std::string& id, const prop::Context& ctx, int cases 
 prop::Outcome run_on_mutant(const std::string& id, Mutation m, const std::string& reproduce = "") {
   return run_in(id, mutant_context(m), 200, reproduce);
 }
+
+prop::Outcome run_on_catalog(const std::string& id, const std::string& name) { return run_in(id, catalog_context(name)); }
 
 // The thread counts of the backends a counterexample made.
 std::set<int> thread_counts(const prop::Counterexample& c) {
@@ -148,7 +161,7 @@ TEST(E1_PropTeeth, WarmStateBackendFailsTheStateMachine) {
 // A reduction split by the thread count: a witness under one thread count passes it;
 // drawn threads (1-4 per backend of a case) catch it in I1 and E1.
 TEST(I1_PropTeeth, ThreadSplitReductionIsCaughtByDrawnThreads) {
-  const prop::Outcome o = run_on_mutant("I1_PropInvariance.Chunkings", Mutation::kThreadSplit);
+  const prop::Outcome o = run_on_catalog("I1_PropInvariance.Chunkings", "split_k_by_threads");
   ASSERT_FALSE(o.passed);
   ASSERT_TRUE(o.counterexample.has_value());
   EXPECT_GE(thread_counts(*o.counterexample).size(), 2u) << o.message;
@@ -158,7 +171,7 @@ TEST(I1_PropTeeth, ThreadSplitReductionIsCaughtByDrawnThreads) {
 }
 
 TEST(E1_PropTeeth, ThreadSplitReductionIsCaughtByDrawnThreads) {
-  const prop::Outcome o = run_on_mutant("E1_PropEvictEqualsNever.Requests", Mutation::kThreadSplit);
+  const prop::Outcome o = run_on_catalog("E1_PropEvictEqualsNever.Requests", "split_k_by_threads");
   ASSERT_FALSE(o.passed);
   ASSERT_TRUE(o.counterexample.has_value());
   EXPECT_GE(thread_counts(*o.counterexample).size(), 2u) << o.message;
@@ -166,7 +179,7 @@ TEST(E1_PropTeeth, ThreadSplitReductionIsCaughtByDrawnThreads) {
 
 // The control: with every backend at 2 threads (as the witness runs) the same mutant passes.
 TEST(I1_PropTeeth, ThreadSplitReductionPassesAtOneFixedThreadCount) {
-  prop::Context ctx = mutant_context(Mutation::kThreadSplit);
+  prop::Context ctx = catalog_context("split_k_by_threads");
   ctx.profile.min_threads = ctx.profile.max_threads = 2;
   const prop::Outcome o = run_in("I1_PropInvariance.Chunkings", ctx, 60);
   EXPECT_TRUE(o.passed) << o.message;
@@ -176,19 +189,19 @@ TEST(I1_PropTeeth, ThreadSplitReductionPassesAtOneFixedThreadCount) {
 // A tail defect (n mod 16 terms summed apart in calls of >= 2 rows): invisible on tiny and
 // small, whose reduction lengths are multiples of 16, caught on drawn shapes.
 TEST(I1_PropTeeth, BatchedTailDefectIsCaughtOnDrawnShapes) {
-  const prop::Outcome o = run_on_mutant("I1_PropInvariance.Chunkings", Mutation::kBatchedTail);
+  const prop::Outcome o = run_on_catalog("I1_PropInvariance.Chunkings", "tail_by_m");
   ASSERT_FALSE(o.passed);
   ASSERT_TRUE(o.counterexample.has_value());
   EXPECT_TRUE(has_tail(o.counterexample->model)) << o.message;
   EXPECT_NE(o.message.find("model synthetic:hidden="), std::string::npos) << o.message;  // printed as M12 spec
   // A call of >= 2 rows against calls of one; how many tokens it takes until a rounding of the
-  // tail differs depends on the values (seed 12345: 8 tokens on hidden=4, ffn=17).
+  // tail differs depends on the values (seed 12345: 6 tokens on hidden=4, ffn=17).
   EXPECT_GE(o.counterexample->conv.total_tokens(), 2u) << o.message;
   EXPECT_LE(o.counterexample->conv.total_tokens(), 16u) << o.message;
 }
 
 TEST(E1_PropTeeth, BatchedTailDefectIsCaughtAndTheShapeReRuns) {
-  const prop::Outcome o = run_on_mutant("E1_PropEvictEqualsNever.Requests", Mutation::kBatchedTail);
+  const prop::Outcome o = run_on_catalog("E1_PropEvictEqualsNever.Requests", "tail_by_m");
   ASSERT_FALSE(o.passed);
   ASSERT_TRUE(o.counterexample.has_value());
   EXPECT_TRUE(has_tail(o.counterexample->model)) << o.message;
@@ -204,7 +217,7 @@ TEST(E1_PropTeeth, BatchedTailDefectIsCaughtAndTheShapeReRuns) {
 
 // The control: without drawn shapes (tiny and small only) the tail mutant passes.
 TEST(I1_PropTeeth, BatchedTailDefectPassesOnTheNamedConfigs) {
-  prop::Context ctx = mutant_context(Mutation::kBatchedTail);
+  prop::Context ctx = catalog_context("tail_by_m");
   ctx.profile.shape_per_mille = 0;
   const prop::Outcome o = run_in("I1_PropInvariance.Chunkings", ctx, 60);
   EXPECT_TRUE(o.passed) << o.message;

@@ -4,9 +4,10 @@
 // another thread count (spec/operations.md O5).
 #include <gtest/gtest.h>
 
-#include "mutants.hpp"
 #include "prop_support.hpp"
 #include "readers/conversation/chat_parse.hpp"
+#include "tests/broken_catalog.hpp"
+#include "verify/backends.hpp"
 #include "verify/witness.hpp"
 
 using namespace akv;
@@ -23,11 +24,13 @@ WitnessOptions tiny() {
   return o;
 }
 
+// The catalog's split-K by the thread count (plugins/broken), at `threads`.
 BackendFactory mutant(int threads) {
   return [threads](std::shared_ptr<const Model> m) {
     BackendOptions b;
+    b.kernels = test::broken_kernels("split_k_by_threads");
     b.threads = threads;
-    return std::make_unique<test::MutantCpuBackend>(std::move(m), b, test::Mutation::kThreadSplit);
+    return make_backend("cpu", std::move(m), b);
   };
 }
 
