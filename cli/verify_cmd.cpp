@@ -9,6 +9,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/options.hpp"
+#include "leakage/approx_evict.hpp"
 #include "reference/error.hpp"
 #include "reference/strict.hpp"
 #include "verify/provenance.hpp"
@@ -35,7 +36,7 @@ int run_verify_cmd(const VerifyArgs& a) {
   }
   std::vector<Redaction> redact;
   for (const std::string& r : a.redact) redact.push_back(parse_redaction(r));
-  const VerifyReport v = verify_witness(j, a.input, redact);
+  const VerifyReport v = verify_witness(j, a.input, redact, evict_under);
   if (a.json) {
     print_json({{"file", a.file}, {"reproduced", v.reproduced}, {"passed", v.passed}, {"checks", v.lines}});
   } else {

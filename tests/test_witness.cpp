@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <sys/wait.h>
 
+#include "leakage/approx_evict.hpp"
 #include "readers/conversation/chat_parse.hpp"
 #include "reference/error.hpp"
 #include "support.hpp"
@@ -203,6 +204,7 @@ TEST(O5_Witness, MeasuresTheWritesOfEachPolicy) {
   const size_t after_3 = run_witness(c, o).tokens_survivors;
   ASSERT_GT(exact.tokens_survivors, after_3);
   o.evict = {1, 3};
+  o.approximate = evict_under;
   for (EvictPolicy p : all_policies()) {
     o.policy = p;
     const WitnessReport r = run_witness(c, o);
