@@ -7,6 +7,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/options.hpp"
+#include "leakage/approx_evict.hpp"
 #include "readers/json_limited.hpp"
 #include "reference/error.hpp"
 #include "reference/strict.hpp"
@@ -26,7 +27,7 @@ int run_verify_cmd(const VerifyArgs& a) {
   const nlohmann::json j = model::read_json_file(a.file, kWitnessJson, {ErrorCode::kBadInput, printable(a.file, 200)});
   std::vector<Redaction> redact;
   for (const std::string& r : a.redact) redact.push_back(parse_redaction(r));
-  const VerifyReport v = verify_witness(j, a.input, redact);
+  const VerifyReport v = verify_witness(j, a.input, redact, evict_under);
   if (a.json) {
     print_json({{"file", a.file}, {"reproduced", v.reproduced}, {"passed", v.passed}, {"checks", v.lines}});
   } else {

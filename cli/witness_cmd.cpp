@@ -9,6 +9,7 @@
 #include "cli/options.hpp"
 #include "cli/progress.hpp"
 #include "cli/shared_options.hpp"
+#include "leakage/approx_evict.hpp"
 #include "optimized/cpu/isa.hpp"
 #include "optimized/cpu/thread_pool.hpp"
 #include "readers/conversation/chat_parse.hpp"
@@ -34,6 +35,7 @@ int run_witness_cmd(const WitnessArgs& a) {
   const Conversation conv = load_conversation(a.file);
   WitnessOptions opt = a.opt;
   opt.policy = parse_policy(a.policy);
+  opt.approximate = evict_under;
   opt.logit_rows = a.logit_rows == "all" ? LogitRows::kAll : LogitRows::kLast;
   if (!a.evict_poisoned && !a.evict.empty()) opt.evict = index_list("--evict", a.evict);
   for (const std::string& r : a.redact) opt.redact.push_back(parse_redaction(r));

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <set>
 
+#include "leakage/approx_evict.hpp"
 #include "reference/error.hpp"
 #include "reference/session.hpp"
 #include "verify/backends.hpp"
@@ -159,7 +160,7 @@ LeakageReport run_leakage(const Conversation& conv, const std::string& file, con
     pr.policy = pol;
     const std::string before = cache_prefix_sha256(s.cache(), r.span_start);
     t0 = Clock::now();
-    const EvictStats st = s.evict(ids, pol);
+    const EvictStats st = evict_under(s, ids, pol);
     pr.ms_evict = ms_since(t0);
     pr.prefix_untouched = cache_prefix_sha256(s.cache(), r.span_start) == before;
     pr.truncated_at = st.truncated_at;
@@ -203,7 +204,7 @@ LeakageReport run_leakage(const Conversation& conv, const std::string& file, con
         cr.ms_rebuild = ms_rebuild;
         t0 = Clock::now();
         const SpanId id = msg;
-        const EvictStats st = s.evict(std::span<const SpanId>(&id, 1), pol);
+        const EvictStats st = evict_under(s, std::span<const SpanId>(&id, 1), pol);
         cr.ms_evict = ms_since(t0);
         cr.tokens_evicted = enc.spans[msg].size();
         cr.tokens_recomputed = st.tokens_recomputed;

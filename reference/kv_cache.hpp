@@ -8,7 +8,6 @@
 #include <vector>
 
 #include "reference/config.hpp"
-#include "reference/rope.hpp"
 
 namespace akv {
 
@@ -48,7 +47,7 @@ class KVCacheT {
     for (auto& l : v_) l.resize(n_ * kv_dim_);
     if (!mask_.empty()) mask_.resize(n_);
     serial_.resize(n_);
-    if (std::find(mask_.begin(), mask_.end(), uint8_t{1}) == mask_.end()) mask_.clear();
+    drop_clear_mask();
   }
 
   /// The attention mask (spec/leakage.md L3): (size(),) bytes, 1 = no query attends to that
@@ -62,47 +61,12 @@ class KVCacheT {
     std::fill(mask_.begin() + static_cast<std::ptrdiff_t>(begin), mask_.begin() + static_cast<std::ptrdiff_t>(end), uint8_t{1});
   }
 
-  /// K-shift (spec/leakage.md L4), llama.cpp's seq_rm + seq_add: removes entries
-  /// [begin, end) of every layer, moves the later entries down by d = end - begin with their
-  /// values' bytes unchanged, and re-rotates each moved key by -d with row d of the one RoPE
-  /// table: per head, for i < head_dim/2, with c = cos_at(d)[i], s = sin_at(d)[i],
-  ///   x0' = x0*c + x1*s;  x1' = x1*c - x0*s   (x0 = k[i], x1 = k[i + head_dim/2]),
-  /// each product rounded, then the add/sub rounded: no FMA. Nothing is recomputed.
-  /// Entries [0, begin) are not touched. Masks of moved entries move with them.
-  /// Preconditions: begin <= end <= size(), d < rope.max_pos, head_dim == rope.head_dim.
-  void shift_out(size_t begin, size_t end, const RopeTable& rope) {
-    if (begin >= end) return;
-    const size_t d = end - begin, moved = n_ - end, kvd = static_cast<size_t>(kv_dim_);
-    const int hd = rope.head_dim, half = hd / 2;
-    const float* cs = rope.cos_at(static_cast<int>(d));
-    const float* sn = rope.sin_at(static_cast<int>(d));
-    for (size_t l = 0; l < k_.size(); ++l) {
-      T* k = k_[l].data();
-      T* v = v_[l].data();
-      std::copy(k + end * kvd, k + n_ * kvd, k + begin * kvd);
-      std::copy(v + end * kvd, v + n_ * kvd, v + begin * kvd);
-      for (size_t p = begin; p < begin + moved; ++p)
-        for (int h = 0; h < kv_dim_ / hd; ++h) {
-          T* x = k + p * kvd + static_cast<size_t>(h) * hd;
-          for (int i = 0; i < half; ++i) {
-            const T x0 = x[i], x1 = x[i + half], c = T(cs[i]), s = T(sn[i]);
-            x[i] = x0 * c + x1 * s;
-            x[i + half] = x1 * c - x0 * s;
-          }
-        }
-    }
-    if (!mask_.empty())
-      mask_.erase(mask_.begin() + static_cast<std::ptrdiff_t>(begin), mask_.begin() + static_cast<std::ptrdiff_t>(end));
-    // Rows rewritten in place: new serials, and no mirror of the old rows is valid (G8).
-    serial_.erase(serial_.begin() + static_cast<std::ptrdiff_t>(begin), serial_.begin() + static_cast<std::ptrdiff_t>(end));
-    for (size_t p = begin; p < begin + moved; ++p) serial_[p] = ++entries_written_;
-    truncate(n_ - d);
-  }
-
-  /// After a backend's own eviction edit (Backend::edit_for_evict, spec/gate.md GT6) of entries
-  /// [begin, end): the entries are gone, the next ones moved down by end - begin, and rows
-  /// [begin, placed) were written by the edit (new serials); rows from `placed` on are
-  /// dropped (they are recomputed). Entries [0, begin) are not touched.
+  /// After an in-place edit of the rows that removed entries [begin, end): a backend's own
+  /// evict op (Backend::edit_for_evict, spec/gate.md GT6) or K-shift (spec/leakage.md L4,
+  /// leakage/approx_evict). The next entries were moved down by end - begin and rows
+  /// [begin, placed) written by the edit (new serials: no mirror of the old rows is valid,
+  /// G8; masks moved with them); rows from `placed` on are dropped (they are recomputed).
+  /// Entries [0, begin) are not touched.
   /// Preconditions: begin < end <= size(), begin <= placed <= size() - (end - begin).
   void remove_edited(size_t begin, size_t end, size_t placed) {
     if (!mask_.empty())
@@ -113,12 +77,13 @@ class KVCacheT {
     for (auto& l : v_) l.resize(n_ * kv_dim_);
     for (size_t p = begin; p < placed; ++p) serial_[p] = ++entries_written_;
     truncate(placed);
+    drop_clear_mask();  // truncate() returns early when nothing is dropped
   }
 
   /// Entries written so far: one per entry (all layers' K and V of one position) made by
-  /// grow() or rewritten by shift_out(); truncate() writes nothing. Only the cache moves it,
-  /// and never back: the write counter the witness reads around an eviction (E3, E4, O5)
-  /// and the CUDA mirror checks (G8).
+  /// grow() or rewritten in place (remove_edited()); truncate() writes nothing. Only the
+  /// cache moves it, and never back: the write counter the witness reads around an eviction
+  /// (E3, E4, O5) and the CUDA mirror checks (G8).
   uint64_t entries_written() const { return entries_written_; }
 
   /// (size(),): entry p's write serial, the value entries_written() took when p was last
@@ -127,6 +92,11 @@ class KVCacheT {
   std::span<const uint64_t> write_serials() const { return serial_; }
 
  private:
+  // No entry masked: mask() is nullptr again, the path of every backend before masks.
+  void drop_clear_mask() {
+    if (std::find(mask_.begin(), mask_.end(), uint8_t{1}) == mask_.end()) mask_.clear();
+  }
+
   int kv_dim_ = 0;
   size_t n_ = 0;
   std::vector<std::vector<T>> k_, v_;  // [layer] (n, kv_dim)

@@ -125,49 +125,35 @@ size_t Session::check_evict(std::span<const SpanId> ids, std::set<SpanId>& doome
   return first;
 }
 
-EvictStats Session::evict(std::span<const SpanId> ids, EvictPolicy policy) {
-  if (policy == EvictPolicy::kExact) return evict(ids);
+std::vector<SpanInfo> Session::spans_to_evict(std::span<const SpanId> ids) const {
   std::set<SpanId> doomed;
   const size_t first = check_evict(ids, doomed);
-  EvictStats st;
-  st.truncated_at = spans_[first].start;
-  if (policy == EvictPolicy::kKeep) return st;  // L2
-  for (const SpanInfo& s : spans_)
-    if (doomed.count(s.id)) st.tokens_evicted += s.length;
-  if (policy == EvictPolicy::kMask) {  // L3: entries, positions and the span table stay
-    for (const SpanInfo& s : spans_)
-      if (doomed.count(s.id)) cache_.mask_range(s.start, s.start + s.length);
-    evicted_.insert(doomed.begin(), doomed.end());
-    return st;
-  }
-  // L4: last doomed span first, so every shift_out sees the starts it was given.
-  for (size_t i = spans_.size(); i-- > first;) {
-    const SpanInfo& s = spans_[i];
-    if (doomed.count(s.id)) cache_.shift_out(s.start, s.start + s.length, *model().rope);
-  }
-  std::vector<SpanInfo> kept;
-  std::vector<std::vector<float>> kept_logits;
-  std::vector<Token> toks;
-  std::vector<SpanId> ents;
-  for (size_t i = 0; i < spans_.size(); ++i) {
-    const SpanInfo& s = spans_[i];
-    if (doomed.count(s.id)) continue;
-    kept.push_back({s.id, toks.size(), s.length});
-    kept_logits.push_back(std::move(span_last_logits_[i]));
-    toks.insert(toks.end(), tokens_.begin() + static_cast<std::ptrdiff_t>(s.start),
-                tokens_.begin() + static_cast<std::ptrdiff_t>(s.start + s.length));
-    ents.insert(ents.end(), s.length, s.id);
-  }
-  spans_ = std::move(kept);
-  span_last_logits_ = std::move(kept_logits);
-  tokens_ = std::move(toks);
-  entry_span_ = std::move(ents);
-  evicted_.insert(doomed.begin(), doomed.end());
-  return st;
+  std::vector<SpanInfo> named;
+  for (size_t i = first; i < spans_.size(); ++i)
+    if (doomed.count(spans_[i].id)) named.push_back(spans_[i]);
+  return named;
 }
 
-void Session::rerun_tail(size_t first, size_t f, size_t from, const std::vector<SpanInfo>& moved,
-                         const std::vector<size_t>& moved_index, const std::vector<Token>& x) {
+Session::Tail Session::tail_without(size_t first, const std::set<SpanId>& gone,
+                                    const std::map<SpanId, const SpanEdit*>& edits) const {
+  Tail t;
+  for (size_t i = first; i < spans_.size(); ++i) {
+    const SpanInfo& s = spans_[i];
+    if (gone.count(s.id)) continue;
+    const size_t at = t.x.size();
+    if (const auto e = edits.find(s.id); e != edits.end())
+      t.x.insert(t.x.end(), e->second->tokens.begin(), e->second->tokens.end());
+    else
+      t.x.insert(t.x.end(), tokens_.begin() + static_cast<std::ptrdiff_t>(s.start),
+                 tokens_.begin() + static_cast<std::ptrdiff_t>(s.start + s.length));
+    t.moved.push_back({s.id, spans_[first].start + at, t.x.size() - at});
+    t.index.push_back(i);
+  }
+  return t;
+}
+
+void Session::rerun_tail(size_t first, size_t from, const Tail& t) {
+  const size_t f = spans_[first].start;
   std::vector<SpanInfo> kept(spans_.begin(), spans_.begin() + static_cast<std::ptrdiff_t>(first));
   std::vector<std::vector<float>> kept_logits(span_last_logits_.begin(),
                                               span_last_logits_.begin() + static_cast<std::ptrdiff_t>(first));
@@ -177,78 +163,84 @@ void Session::rerun_tail(size_t first, size_t f, size_t from, const std::vector<
   // Only each recomputed span's last row is read: the rest skip the classifier.
   std::vector<uint32_t> rows;
   std::vector<size_t> has_row;  // moved spans whose last row is recomputed
-  for (size_t j = 0; j < moved.size(); ++j) {
-    const SpanInfo& s = moved[j];
+  for (size_t j = 0; j < t.moved.size(); ++j) {
+    const SpanInfo& s = t.moved[j];
     if (s.start + s.length - 1 < from) continue;
     rows.push_back(static_cast<uint32_t>(s.start + s.length - 1 - from));
     has_row.push_back(j);
   }
   std::vector<float> logits;
-  if (from < f + x.size())
-    logits = run(std::span<const Token>(x).subspan(from - f), rows);
+  if (from < f + t.x.size())
+    logits = run(std::span<const Token>(t.x).subspan(from - f), rows);
   const size_t vocab = static_cast<size_t>(model().config.vocab);
-  for (size_t j = 0, got = 0; j < moved.size(); ++j) {
-    const SpanInfo& s = moved[j];
+  for (size_t j = 0, got = 0; j < t.moved.size(); ++j) {
+    const SpanInfo& s = t.moved[j];
     kept.push_back(s);
     if (got < has_row.size() && has_row[got] == j) {
       const auto row = logits.begin() + static_cast<std::ptrdiff_t>(got++ * vocab);
       kept_logits.emplace_back(row, row + static_cast<std::ptrdiff_t>(vocab));
-    } else {  // placed by the backend's edit: its logits are those computed before (as L4)
-      kept_logits.push_back(span_last_logits_[moved_index[j]]);
+    } else {  // placed in place (GT6's edit, L4's shift): its logits are those computed before
+      kept_logits.push_back(span_last_logits_[t.index[j]]);
     }
-    tokens_.insert(tokens_.end(), x.begin() + static_cast<std::ptrdiff_t>(s.start - f),
-                   x.begin() + static_cast<std::ptrdiff_t>(s.start - f + s.length));
+    tokens_.insert(tokens_.end(), t.x.begin() + static_cast<std::ptrdiff_t>(s.start - f),
+                   t.x.begin() + static_cast<std::ptrdiff_t>(s.start - f + s.length));
     entry_span_.insert(entry_span_.end(), s.length, s.id);
   }
   spans_ = std::move(kept);
   span_last_logits_ = std::move(kept_logits);
 }
 
+// GT6: a backend may edit the cache itself when the evicted entries [f, f + g) are one
+// contiguous run with survivors after it and no span masked earlier (L3) among them: it places
+// the survivors [f, r) and only those from r on are recomputed. Returns r; f when it does not.
+size_t Session::placed_by_backend(size_t first, const std::set<SpanId>& doomed, size_t g) {
+  const size_t f = spans_[first].start;
+  bool survivor = false;  // a surviving span seen after the first evicted one
+  for (size_t i = first; i < spans_.size(); ++i) {
+    const bool evicted = doomed.count(spans_[i].id) != 0;
+    if (evicted_.count(spans_[i].id) || (evicted && survivor)) return f;
+    survivor = survivor || !evicted;
+  }
+  if (!survivor || g == 0) return f;
+  const auto r = backend_->edit_for_evict(cache_, f, f + g);
+  return r ? *r : f;
+}
+
 EvictStats Session::evict(std::span<const SpanId> ids) {
   std::set<SpanId> doomed;
   const size_t first = check_evict(ids, doomed);
-
   EvictStats st;
   st.truncated_at = spans_[first].start;
-  // Survivors after the cut, in cache order: their tokens, re-run at their new positions.
-  std::vector<Token> x;
-  std::vector<SpanInfo> moved;
-  std::vector<size_t> moved_index;  // index in spans_ of each moved span
-  bool one_run = true;              // the evicted entries are one contiguous run, nothing masked after it
-  for (size_t i = first; i < spans_.size(); ++i) {
-    const SpanInfo& s = spans_[i];
-    if (doomed.count(s.id)) {
-      st.tokens_evicted += s.length;
-      one_run = one_run && moved.empty();
-      continue;
-    }
-    if (evicted_.count(s.id)) {  // a span masked earlier (L3): dropped with the cut
-      one_run = false;
-      continue;
-    }
-    moved.push_back({s.id, st.truncated_at + x.size(), s.length});
-    moved_index.push_back(i);
-    x.insert(x.end(), tokens_.begin() + static_cast<std::ptrdiff_t>(s.start),
-             tokens_.begin() + static_cast<std::ptrdiff_t>(s.start + s.length));
-  }
-  // A backend's own edit (GT6) applies to one contiguous run of evicted entries: it places the
-  // survivors [truncated_at, from) itself and only the rest are recomputed.
-  size_t from = st.truncated_at;
-  if (one_run && !moved.empty() && st.tokens_evicted > 0)
-    if (const auto r = backend_->edit_for_evict(cache_, st.truncated_at, st.truncated_at + st.tokens_evicted)) from = *r;
-  st.tokens_recomputed = x.size() - (from - st.truncated_at);
-
+  for (const SpanInfo& s : spans_)
+    if (doomed.count(s.id)) st.tokens_evicted += s.length;
+  // The survivors after the cut, re-run at their new positions; spans masked earlier (L3) go with the cut.
+  std::set<SpanId> gone = doomed;
+  gone.insert(evicted_.begin(), evicted_.end());
+  const Tail t = tail_without(first, gone);
+  const size_t from = placed_by_backend(first, doomed, st.tokens_evicted);
+  st.tokens_recomputed = t.x.size() - (from - st.truncated_at);
   // From here on nothing can fail but allocation in the backend.
-  rerun_tail(first, st.truncated_at, from, moved, moved_index, x);
+  rerun_tail(first, from, t);
   evicted_.insert(doomed.begin(), doomed.end());
   recomputed_ += st.tokens_recomputed;
   return st;
 }
 
+void Session::evict_in_place(std::span<const SpanId> ids, EvictedRows rows, const std::function<void(KVCache&)>& edit) {
+  std::set<SpanId> doomed;
+  const size_t first = check_evict(ids, doomed);
+  edit(cache_);
+  if (rows == EvictedRows::kDropped) {  // the edit moved the rest down: the table follows, nothing re-run
+    const Tail t = tail_without(first, doomed);
+    rerun_tail(first, spans_[first].start + t.x.size(), t);
+  }
+  evicted_.insert(doomed.begin(), doomed.end());
+}
+
 EvictStats Session::replace(std::span<const SpanEdit> edits) {
   if (edits.empty()) throw Error(ErrorCode::kEmptyInput, "replace: no spans named");
   std::map<SpanId, const SpanEdit*> by_id;
-  size_t first = spans_.size(), grown = cache_.size();
+  size_t first = spans_.size(), grown = cache_.size(), old = 0;
   for (const SpanEdit& e : edits) {
     if (!by_id.emplace(e.id, &e).second) throw Error(ErrorCode::kDuplicateSpan, "replace: " + span_name(e.id) + " named twice");
     if (evicted_.count(e.id)) throw Error(ErrorCode::kSpanEvicted, "replace: " + span_name(e.id) + " was evicted");
@@ -262,32 +254,18 @@ EvictStats Session::replace(std::span<const SpanEdit> edits) {
                                                   std::to_string(model().config.vocab) + ")");
     first = std::min(first, static_cast<size_t>(it - spans_.begin()));
     grown = grown - it->length + e.tokens.size();
+    old += it->length;
   }
   if (grown > static_cast<size_t>(model().config.max_ctx))
     throw Error(ErrorCode::kContextOverflow, "replace: the edited spans make " + std::to_string(grown) +
                                                  " tokens, more than the context of " + std::to_string(model().config.max_ctx));
   EvictStats st;
   st.truncated_at = spans_[first].start;
-  std::vector<Token> x;
-  std::vector<SpanInfo> moved;
-  std::vector<size_t> moved_index;
-  for (size_t i = first; i < spans_.size(); ++i) {
-    const SpanInfo& s = spans_[i];
-    if (evicted_.count(s.id)) continue;  // a span masked earlier (L3): dropped with the cut, as O3
-    const auto e = by_id.find(s.id);
-    if (e != by_id.end()) st.tokens_evicted += s.length;
-    const size_t at = x.size();
-    if (e != by_id.end())
-      x.insert(x.end(), e->second->tokens.begin(), e->second->tokens.end());
-    else
-      x.insert(x.end(), tokens_.begin() + static_cast<std::ptrdiff_t>(s.start),
-               tokens_.begin() + static_cast<std::ptrdiff_t>(s.start + s.length));
-    moved.push_back({s.id, st.truncated_at + at, x.size() - at});
-    moved_index.push_back(i);
-  }
-  st.tokens_recomputed = x.size();
+  st.tokens_evicted = old;
+  const Tail t = tail_without(first, evicted_, by_id);  // spans masked earlier (L3) go with the cut, as O3
+  st.tokens_recomputed = t.x.size();
   // From here on nothing can fail but allocation in the backend.
-  rerun_tail(first, st.truncated_at, st.truncated_at, moved, moved_index, x);
+  rerun_tail(first, st.truncated_at, t);
   recomputed_ += st.tokens_recomputed;
   return st;
 }

@@ -2,6 +2,8 @@
 // spec/operations.md O1-O4). Written once; any Backend computes for it.
 #pragma once
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
 #include <set>
 #include <span>
@@ -9,7 +11,6 @@
 
 #include "reference/backend.hpp"
 #include "reference/kv_cache.hpp"
-#include "reference/policy.hpp"
 
 namespace akv {
 
@@ -76,15 +77,23 @@ class Session {
   EvictStats evict(std::span<const SpanId> ids);
   EvictStats evict(SpanId id) { return evict(std::span<const SpanId>(&id, 1)); }
 
-  /// The spans `ids` under `policy` (spec/leakage.md L1-L4); the same errors as evict(ids),
-  /// session unchanged. kExact is evict(ids). kKeep changes nothing (L2). kMask keeps the
-  /// spans' entries, positions and span-table rows and masks them from every later query
-  /// (L3); the spans count as evicted (no append, no second eviction). kKShift removes the
-  /// spans' entries, last span first, with KVCache::shift_out (L4): later entries move down
-  /// with re-rotated keys and nothing is recomputed, so the kept per-span logits (S3) are
-  /// those computed before the eviction. Stats: truncated_at = first named span's start,
-  /// tokens_evicted = its tokens (0 for kKeep), tokens_recomputed = 0 unless kExact.
-  EvictStats evict(std::span<const SpanId> ids, EvictPolicy policy);
+  /// The approximate policies' first hook (spec/leakage.md L1, run by leakage/approx_evict):
+  /// checks `ids` as evict(ids) does (the same errors, session unchanged) and returns the
+  /// named spans in cache order.
+  std::vector<SpanInfo> spans_to_evict(std::span<const SpanId> ids) const;
+
+  /// What an approximate eviction leaves of the evicted spans in the span table.
+  enum class EvictedRows {
+    kKept,     // L3: their rows, tokens and entry spans stay; later positions do not move
+    kDropped,  // L4: they leave; every later span moves down over them
+  };
+
+  /// The approximate policies' one write (spec/leakage.md L3, L4): checks `ids` as evict(ids)
+  /// does (the same errors, session unchanged), lets `edit` change the cache's entries in
+  /// place (nothing is recomputed; for kDropped it must move the later entries down over the
+  /// spans' as the table moves), then counts the spans as evicted (no append, no second
+  /// eviction). A moved span keeps the last logits it had (S3), computed before the eviction.
+  void evict_in_place(std::span<const SpanId> ids, EvictedRows rows, const std::function<void(KVCache&)>& edit);
 
   /// O10. Replaces the tokens of the live spans `edits` name (a redaction: a message re-encoded
   /// without a string): truncates the cache at the first edited span's start f and re-runs, in
@@ -122,12 +131,22 @@ class Session {
   void record_append(SpanId id, std::span<const Token> tokens, size_t start, bool extend, std::span<const float> last);
   // Validates an eviction request (O6 errors); returns the index in spans_ of its first span.
   size_t check_evict(std::span<const SpanId> ids, std::set<SpanId>& doomed) const;
-  // O3/O10's tail: keeps spans_[0, first), truncates the cache at `from` (>= f) and re-runs
-  // x[from - f, ...) at positions from, ...; `moved` are the spans placed from f on (their
-  // tokens x, in order), `moved_index` their rows in spans_ (for the kept logits of a span the
-  // backend's own edit placed before `from`).
-  void rerun_tail(size_t first, size_t f, size_t from, const std::vector<SpanInfo>& moved,
-                  const std::vector<size_t>& moved_index, const std::vector<Token>& x);
+  // The spans from spans_[first] on but `gone`, in cache order, placed from f = spans_[first].start
+  // on: their tokens x (a span `edits` names with its new tokens), `moved` (each at its new
+  // start) and `index` (its row in spans_, for the kept logits of a span not re-run).
+  struct Tail {
+    std::vector<Token> x;
+    std::vector<SpanInfo> moved;
+    std::vector<size_t> index;
+  };
+  Tail tail_without(size_t first, const std::set<SpanId>& gone, const std::map<SpanId, const SpanEdit*>& edits = {}) const;
+  // O3/O10's tail, and L4's table: keeps spans_[0, first), truncates the cache at `from`
+  // (>= f) and re-runs t.x[from - f, ...) at positions from, ...; spans placed before `from`
+  // (by a backend's edit, GT6, or in place, L4) keep the logits computed before.
+  void rerun_tail(size_t first, size_t from, const Tail& t);
+  // GT6: r when a backend's own evict op edited the cache for the g evicted entries from
+  // spans_[first].start = f and placed the survivors [f, r) itself; f when it did not.
+  size_t placed_by_backend(size_t first, const std::set<SpanId>& doomed, size_t g);
   // Runs tokens at the tail; returns the logits of `rows` (empty: every row).
   std::vector<float> run(std::span<const Token> tokens, RowList rows);
 

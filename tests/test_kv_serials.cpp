@@ -1,10 +1,12 @@
 // The cache's own write record (spec/theorems.md E3, spec/operations.md O5): entries_written()
-// counts every entry grow() makes and shift_out() rewrites, and write_serials() says when
-// each live entry was last written, so a prefix written again with the same bytes shows.
+// counts every entry grow() makes and K-shift (leakage/approx_evict) rewrites in place, and
+// write_serials() says when each live entry was last written, so a prefix written again with
+// the same bytes shows.
 #include <gtest/gtest.h>
 
 #include <vector>
 
+#include "leakage/approx_evict.hpp"
 #include "reference/kv_cache.hpp"
 #include "support.hpp"
 
@@ -28,7 +30,7 @@ TEST(E3_WriteSerials, GrowTruncateAndShiftOut) {
   c.grow(3);  // entries 1..3 are new writes even where the old entries 1, 2 were
   EXPECT_EQ(c.entries_written(), 6u);
   EXPECT_EQ(serials(c), (std::vector<uint64_t>{1, 4, 5, 6}));
-  c.shift_out(1, 2, *m->rope);  // entries 2, 3 move down to 1, 2 and are rewritten; entry 0 is not
+  shift_out(c, 1, 2, *m->rope);  // entries 2, 3 move down to 1, 2 and are rewritten; entry 0 is not
   EXPECT_EQ(c.entries_written(), 8u);
   EXPECT_EQ(serials(c), (std::vector<uint64_t>{1, 7, 8}));
   c.truncate(0);

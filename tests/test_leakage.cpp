@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <set>
 
+#include "leakage/approx_evict.hpp"
 #include "optimized/cpu/isa.hpp"
 #include "readers/conversation/chat_parse.hpp"
 #include "reference/error.hpp"
@@ -64,15 +65,15 @@ TEST(L1_Policies, ErrorsLeaveTheSessionUnchanged) {
     Session s = built(kConv);
     const std::string before = state_of(s);
     const std::vector<SpanId> unknown{3, 77}, twice{3, 3}, none{};
-    EXPECT_THROW(s.evict(unknown, p), Error) << policy_name(p);
-    EXPECT_THROW(s.evict(twice, p), Error) << policy_name(p);
-    EXPECT_THROW(s.evict(none, p), Error) << policy_name(p);
+    EXPECT_THROW(evict_under(s, unknown, p), Error) << policy_name(p);
+    EXPECT_THROW(evict_under(s, twice, p), Error) << policy_name(p);
+    EXPECT_THROW(evict_under(s, none, p), Error) << policy_name(p);
     EXPECT_EQ(state_of(s), before) << policy_name(p);
     if (p == EvictPolicy::kKeep) continue;
-    s.evict(std::vector<SpanId>{3}, p);
+    evict_under(s, std::vector<SpanId>{3}, p);
     const std::string after_evict = state_of(s);
     try {
-      s.evict(std::vector<SpanId>{3}, p);
+      evict_under(s, std::vector<SpanId>{3}, p);
       ADD_FAILURE() << policy_name(p) << ": evicted twice";
     } catch (const Error& e) {
       EXPECT_EQ(e.code(), ErrorCode::kSpanEvicted);
@@ -85,7 +86,7 @@ TEST(L1_Policies, OnlyExactRecomputes) {
   for (EvictPolicy p : all_policies()) {
     Session s = built(kConv);
     const uint64_t written = s.cache().entries_written();
-    const EvictStats st = s.evict(std::vector<SpanId>{3, 5}, p);
+    const EvictStats st = evict_under(s, std::vector<SpanId>{3, 5}, p);
     EXPECT_EQ(st.truncated_at, built(kConv).spans()[3].start);
     const size_t g = built(kConv).spans()[3].length + built(kConv).spans()[5].length;
     EXPECT_EQ(st.tokens_evicted, p == EvictPolicy::kKeep ? 0u : g) << policy_name(p);
@@ -104,7 +105,7 @@ TEST(L1_Policies, OnlyExactRecomputes) {
 TEST(L2_Keep, ChangesNothing) {
   Session s = built(kConv);
   const std::string before = state_of(s);
-  s.evict(std::vector<SpanId>{3, 5}, EvictPolicy::kKeep);
+  evict_under(s, std::vector<SpanId>{3, 5}, EvictPolicy::kKeep);
   EXPECT_EQ(state_of(s), before);
   EXPECT_FALSE(s.is_evicted(3));
 }
@@ -135,7 +136,7 @@ TEST(L3_Mask, KeepsEntriesPositionsAndSpansAndRefusesAppends) {
   Session s = built(kConv);
   const std::string cache_before = cache_sha256(s.cache());
   const auto spans_before = s.spans();
-  s.evict(std::vector<SpanId>{3}, EvictPolicy::kMask);
+  evict_under(s, std::vector<SpanId>{3}, EvictPolicy::kMask);
   EXPECT_EQ(cache_sha256(s.cache()), cache_before);
   ASSERT_EQ(s.spans().size(), spans_before.size());
   ASSERT_NE(s.cache().mask(), nullptr);
@@ -159,7 +160,7 @@ TEST(L3_Mask, EveryCpuIsaGivesTheSameBitsAndCudaEmuRuns) {
   auto run = [&](Backend& be, std::vector<SpanId> masked) {
     Session s(be);
     test::build(s, spans);
-    s.evict(masked, EvictPolicy::kMask);
+    evict_under(s, masked, EvictPolicy::kMask);
     return after(s, spans[1]);
   };
   ASSERT_GT(spans[0].size(), 64u);
@@ -191,7 +192,7 @@ TEST(L4_KShift, ShiftOutIsTheSpecifiedArithmetic) {
   const KVCache before = s.cache();
   const size_t f = s.spans()[3].start, g = s.spans()[3].length, n = s.size();
   KVCache k = before;
-  k.shift_out(f, f + g, t);
+  shift_out(k, f, f + g, t);
   ASSERT_EQ(k.size(), n - g);
   EXPECT_EQ(k.entries_written(), before.entries_written() + (n - f - g));
   const size_t kvd = c.kv_dim(), half = c.head_dim / 2;
@@ -216,7 +217,7 @@ TEST(L4_KShift, ShiftOutIsTheSpecifiedArithmetic) {
 TEST(L4_KShift, SessionDropsTheSpansKeepsStaleLogitsRecomputesNothing) {
   Session s = built(kConv);
   const std::vector<float> last_before(s.logits().begin(), s.logits().end());
-  s.evict(std::vector<SpanId>{3, 5}, EvictPolicy::kKShift);
+  evict_under(s, std::vector<SpanId>{3, 5}, EvictPolicy::kKShift);
   const Session never = built(kConv, {3, 5});
   EXPECT_EQ(s.size(), never.size());
   EXPECT_EQ(s.tokens(), never.tokens());
@@ -237,7 +238,7 @@ TEST(L5_ExactLeaksNothing, LogitsAndContinuationEqualNever) {
     const auto poisoned_ids = load_conversation(test::example(file)).poisoned;
     std::set<size_t> skip(poisoned_ids.begin(), poisoned_ids.end());
     Session s = built(file), never = built(file, skip);
-    s.evict(std::vector<SpanId>(poisoned_ids.begin(), poisoned_ids.end()), EvictPolicy::kExact);
+    evict_under(s, std::vector<SpanId>(poisoned_ids.begin(), poisoned_ids.end()), EvictPolicy::kExact);
     std::vector<Token> next{tok::kAssistant};
     for (int i = 0; i < 8; ++i) {  // greedy, both sessions
       const std::vector<float> a = s.append(2000, next, LogitRows::kLast), b = never.append(2000, next, LogitRows::kLast);
@@ -251,14 +252,14 @@ TEST(L6_KShiftTailEqualsExact, CacheSpansAndEveryLaterLogit) {
   const auto spans = spans_of(kConv);
   const SpanId last = spans.size() - 1;
   Session k = built(kConv), e = built(kConv);
-  k.evict(std::vector<SpanId>{last}, EvictPolicy::kKShift);
-  e.evict(std::vector<SpanId>{last}, EvictPolicy::kExact);
+  evict_under(k, std::vector<SpanId>{last}, EvictPolicy::kKShift);
+  evict_under(e, std::vector<SpanId>{last}, EvictPolicy::kExact);
   EXPECT_EQ(state_of(k), state_of(e));
   EXPECT_TRUE(same_bytes(after(k, spans[1]), after(e, spans[1])));
   // Two tail spans at once, too.
   Session k2 = built(kConv), e2 = built(kConv);
-  k2.evict(std::vector<SpanId>{last, last - 1}, EvictPolicy::kKShift);
-  e2.evict(std::vector<SpanId>{last - 1, last}, EvictPolicy::kExact);
+  evict_under(k2, std::vector<SpanId>{last, last - 1}, EvictPolicy::kKShift);
+  evict_under(e2, std::vector<SpanId>{last - 1, last}, EvictPolicy::kExact);
   EXPECT_EQ(state_of(k2), state_of(e2));
   EXPECT_TRUE(same_bytes(after(k2, spans[1]), after(e2, spans[1])));
 }
@@ -269,14 +270,14 @@ TEST(L7_ApproximationsAreNotExact, InteriorSpanReadByLaterTokens) {
   const std::vector<float> want = after(never, spans[1]);
   for (EvictPolicy p : {EvictPolicy::kKShift, EvictPolicy::kMask}) {
     Session s = built(kConv);
-    s.evict(std::vector<SpanId>{3, 5}, p);
+    evict_under(s, std::vector<SpanId>{3, 5}, p);
     const std::vector<float> got = after(s, spans[1]);
     EXPECT_GT(compare(got, want).max_abs, 0.0f) << policy_name(p);
   }
   // mask keeps the gap in the positions: not exact even for the tail span.
   const SpanId last = spans.size() - 1;
   Session m = built(kConv), nt = built(kConv, {last});
-  m.evict(std::vector<SpanId>{last}, EvictPolicy::kMask);
+  evict_under(m, std::vector<SpanId>{last}, EvictPolicy::kMask);
   EXPECT_GT(compare(after(m, spans[1]), after(nt, spans[1])).max_abs, 0.0f);
 }
 
@@ -285,7 +286,7 @@ TEST(L8_PrefixUntouched, EveryPolicy) {
     Session s = built(kConv);
     const size_t f = s.spans()[3].start;
     const std::string prefix = cache_prefix_sha256(s.cache(), f), whole = cache_sha256(s.cache());
-    s.evict(std::vector<SpanId>{3, 5}, p);
+    evict_under(s, std::vector<SpanId>{3, 5}, p);
     EXPECT_EQ(cache_prefix_sha256(s.cache(), f), prefix) << policy_name(p);
     if (p == EvictPolicy::kKeep || p == EvictPolicy::kMask) {
       EXPECT_EQ(cache_sha256(s.cache()), whole) << policy_name(p);

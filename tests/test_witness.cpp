@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <sys/wait.h>
 
+#include "leakage/approx_evict.hpp"
 #include "readers/conversation/chat_parse.hpp"
 #include "reference/error.hpp"
 #include "support.hpp"
@@ -190,6 +191,21 @@ TEST(O5_Witness, CatchesAnEvictionThatRebuildsFromZero) {
   EXPECT_NE(text.find("the session reported"), std::string::npos) << text;
 }
 
+// verify/ cannot include the leakage room: a non-exact policy runs only through the eviction
+// the caller hands in, and without one it is refused before any session is built.
+TEST(O5_Witness, ANonExactPolicyWithoutItsEvictionIsBadInput) {
+  const Conversation c = load_conversation(test::example("ad01_banking_ut0_gpt4omini.json"));
+  WitnessOptions o = tiny_options();
+  o.policy = EvictPolicy::kKShift;
+  try {
+    (void)run_witness(c, o);
+    ADD_FAILURE() << "kshift ran without an eviction";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kBadInput) << e.what();
+    EXPECT_NE(std::string(e.what()).find("policy kshift: no approximate eviction"), std::string::npos) << e.what();
+  }
+}
+
 // Approximate policies are measured the same way: kshift rewrites the entries it moves (with two
 // spans, the survivors between them move once and those after both twice), mask and keep write
 // nothing; none touches the prefix.
@@ -203,6 +219,7 @@ TEST(O5_Witness, MeasuresTheWritesOfEachPolicy) {
   const size_t after_3 = run_witness(c, o).tokens_survivors;
   ASSERT_GT(exact.tokens_survivors, after_3);
   o.evict = {1, 3};
+  o.approximate = evict_under;
   for (EvictPolicy p : all_policies()) {
     o.policy = p;
     const WitnessReport r = run_witness(c, o);

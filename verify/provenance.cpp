@@ -155,7 +155,8 @@ WitnessOptions options_from_provenance(const nlohmann::json& o, const std::vecto
   return w;
 }
 
-VerifyReport verify_witness(const nlohmann::json& j, const std::string& input_override, const std::vector<Redaction>& redact) {
+VerifyReport verify_witness(const nlohmann::json& j, const std::string& input_override, const std::vector<Redaction>& redact,
+                            const ApproxEvict& approximate) {
   if (!j.is_object() || !j.contains("provenance") || !j["provenance"].is_object())
     throw Error(ErrorCode::kBadInput, "not a witness file: no \"provenance\" object (write one with akv witness --out FILE)");
   const nlohmann::json& p = j["provenance"];
@@ -172,7 +173,8 @@ VerifyReport verify_witness(const nlohmann::json& j, const std::string& input_ov
   const std::string input = input_override.empty() ? p["input"].value("path", "") : input_override;
   if (input.empty()) throw Error(ErrorCode::kBadInput, "provenance.input: no path");
   line("input sha256", p["input"].value("sha256", ""), file_or_folder_sha256(input));
-  const WitnessOptions opt = options_from_provenance(p["options"], redact);
+  WitnessOptions opt = options_from_provenance(p["options"], redact);
+  opt.approximate = approximate;
   const WitnessReport r = run_witness(load_conversation(input), opt);
   if (p["model"].contains("sha256") && p["model"]["sha256"].is_string())
     line("model sha256", p["model"]["sha256"].get<std::string>(), file_or_folder_sha256(r.model_source));

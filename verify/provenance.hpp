@@ -45,9 +45,11 @@ struct VerifyReport {
 
 /// Re-runs the witness a file written by `akv witness --out` records and compares every digest
 /// (`input` overrides the recorded input path; `redact` gives back the strings of a redaction,
-/// which the file does not keep). Error(kBadInput) for a file that is not such a witness, whose
-/// input cannot be read, or whose redactions `redact` does not match.
+/// which the file does not keep; `approximate` re-runs a non-exact policy's eviction, as
+/// WitnessOptions::approximate). Error(kBadInput) for a file that is not such a witness, whose
+/// input cannot be read, whose redactions `redact` does not match, or whose policy is not exact
+/// when `approximate` is unset.
 VerifyReport verify_witness(const nlohmann::json& witness, const std::string& input = "",
-                            const std::vector<Redaction>& redact = {});
+                            const std::vector<Redaction>& redact = {}, const ApproxEvict& approximate = {});
 
 }  // namespace akv

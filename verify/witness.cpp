@@ -233,6 +233,9 @@ WitnessReport run_witness(const Conversation& conv, const WitnessOptions& opt, c
   const auto& model = lm.model;
   const EncodedConversation enc = lm.encoder->encode(conv);
   const Plan plan = opt.redact.empty() ? plan_eviction(conv, opt, *lm.encoder, enc) : plan_redaction(conv, opt, *lm.encoder, enc);
+  if (opt.policy != EvictPolicy::kExact && !opt.approximate)
+    throw Error(ErrorCode::kBadInput, fmt::format("policy {}: no approximate eviction given (WitnessOptions::approximate)",
+                                                  policy_name(opt.policy)));
   const std::set<size_t>& doomed = plan.doomed;
   const size_t total = enc.tokens();
   for (const size_t n : {total, plan.never.tokens()})
@@ -285,7 +288,9 @@ WitnessReport run_witness(const Conversation& conv, const WitnessOptions& opt, c
   const uint64_t written_before = cache.entries_written();
   t0 = Clock::now();
   if (opt.progress) opt.progress("eviction", 0, r.writes_expected);
-  const EvictStats st = plan.edits.empty() ? poisoned.evict(ids, opt.policy) : poisoned.replace(plan.edits);
+  const EvictStats st = !plan.edits.empty()                  ? poisoned.replace(plan.edits)
+                        : opt.policy == EvictPolicy::kExact ? poisoned.evict(ids)
+                                                            : opt.approximate(poisoned, ids, opt.policy);
   if (opt.progress) opt.progress("eviction", r.writes_expected, r.writes_expected);
   r.ms_evict = ms_since(t0);
   r.tokens_recomputed = static_cast<size_t>(cache.entries_written() - written_before);

@@ -7,6 +7,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,11 @@
 namespace akv {
 
 using WitnessProgress = std::function<void(const std::string& phase, size_t done, size_t total)>;
+
+/// Evicts spans from a session under a non-exact policy (spec/leakage.md L2-L4): the leakage
+/// room's evict_under (leakage/approx_evict.hpp), handed in by the caller because that room
+/// sits above verify/ in the layer order. The witness measures it as it measures exact.
+using ApproxEvict = std::function<EvictStats(Session&, std::span<const SpanId>, EvictPolicy)>;
 
 struct WitnessOptions {
   std::string model = "smollm2";  // a name or path load_model (verify/models.hpp) resolves: the real model by default (synthetic ones only when named)
@@ -37,6 +43,9 @@ struct WitnessOptions {
   /// then append the reply prompt (L9) and its logits are compared; the witness reports how
   /// far the policy is from never-shown and exits 1 unless it is bitwise equal.
   EvictPolicy policy = EvictPolicy::kExact;
+  /// How a non-exact `policy` evicts (evict_under); unset, such a policy is refused
+  /// (kBadInput). Not an option of the run: the provenance block records only `policy`.
+  ApproxEvict approximate;
   /// The rows whose logits each append computes (spec/operations.md O7): the last, as an engine
   /// asks (default), or all, as the property suite's sessions do, so that a counterexample of a
   /// property replays here with the same calls (a kernel whose bits follow M shows only so).

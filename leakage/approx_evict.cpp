@@ -1,0 +1,28 @@
+#include "leakage/approx_evict.hpp"
+
+#include <vector>
+
+namespace akv {
+
+EvictStats evict_under(Session& s, std::span<const SpanId> ids, EvictPolicy policy) {
+  if (policy == EvictPolicy::kExact) return s.evict(ids);
+  const std::vector<SpanInfo> named = s.spans_to_evict(ids);  // cache order
+  EvictStats st;
+  st.truncated_at = named.front().start;
+  if (policy == EvictPolicy::kKeep) return st;  // L2
+  for (const SpanInfo& n : named) st.tokens_evicted += n.length;
+  if (policy == EvictPolicy::kMask) {  // L3: entries, positions and the span table stay
+    s.evict_in_place(ids, Session::EvictedRows::kKept, [&](KVCache& c) {
+      for (const SpanInfo& n : named) c.mask_range(n.start, n.start + n.length);
+    });
+    return st;
+  }
+  // L4: last named span first, so every shift_out sees the starts it was given.
+  const RopeTable& rope = *s.model().rope;
+  s.evict_in_place(ids, Session::EvictedRows::kDropped, [&](KVCache& c) {
+    for (size_t i = named.size(); i-- > 0;) shift_out(c, named[i].start, named[i].start + named[i].length, rope);
+  });
+  return st;
+}
+
+}  // namespace akv
