@@ -18,26 +18,14 @@
 #include "gate/environment.hpp"
 #include "gate/message.hpp"
 #include "gate/op_props.hpp"
+#include "verify/check/rc_runner.hpp"
 #include "verify/models.hpp"
 #include "verify/props/counterexample.hpp"
 #include "verify/props/harness.hpp"
 
-namespace rc::detail {
-std::string reproduceMapToString(const std::unordered_map<std::string, Reproduce>& reproduceMap);
-std::unordered_map<std::string, Reproduce> stringToReproduceMap(const std::string& str);
-}  // namespace rc::detail
-
 namespace akv::gate {
 
 namespace {
-
-// The gate reports through its own Check lines, not RapidCheck's exit-time printout.
-class Quiet final : public rc::detail::TestListener {
- public:
-  void onTestCaseFinished(const rc::detail::CaseDescription&) override {}
-  void onShrinkTried(const rc::detail::CaseDescription&, bool) override {}
-  void onTestFinished(const rc::detail::TestMetadata&, const rc::detail::TestResult&) override {}
-};
 
 rc::detail::TestParams params(const Options& o, int cases) {
   rc::detail::TestParams p;
@@ -46,7 +34,7 @@ rc::detail::TestParams params(const Options& o, int cases) {
   return p;
 }
 
-using ReproduceMap = std::unordered_map<std::string, rc::detail::Reproduce>;
+using check::ReproduceMap;
 constexpr double kNoBudget = std::numeric_limits<double>::infinity();
 
 // A check's time budget (GT5): past `seconds` a new case returns at once and is not counted;
@@ -61,17 +49,7 @@ class Budget {
     const double t = elapsed();
     if (!failed_ && t > s_) return void(stopped_ = true);
     if (failed_ && t > failed_at_ + s_) return void(shrink_stopped_ = true);
-    try {
-      body();
-    } catch (const rc::detail::CaseResult& r) {
-      if (r.type == rc::detail::CaseResult::Type::Failure) fail();
-      throw;
-    } catch (const rc::GenerationFailure&) {
-      throw;
-    } catch (...) {
-      fail();
-      throw;
-    }
+    check::on_case_failure(body, [this] { fail(); });
     if (!failed_) ++ran_;
   }
   int ran() const { return ran_; }
@@ -175,7 +153,7 @@ Check e2e_skeleton(const std::string& id, const prop::PropertyDef& def) {
 
 // One RapidCheck run of an op property: its result and the inputs of its last failing case.
 struct OpRun {
-  rc::detail::TestResult result = rc::detail::SuccessResult{};
+  check::RcResult result;
   nlohmann::json failed_case;
   std::string failed_shape;
   int ran = 0;
@@ -185,27 +163,18 @@ struct OpRun {
 OpRun run_op_once(const OpProperty& p, const OpSet& s, const Options& o, const ReproduceMap& replay, double budget_s) {
   OpRun r;
   Budget budget(budget_s);
-  auto testable = [&] {
-    note_op_case(nullptr, "");
-    budget.run([&] {
-      try {
-        p.body(s);
-      } catch (const rc::detail::CaseResult& cr) {
-        if (cr.type == rc::detail::CaseResult::Type::Failure) r.failed_case = noted_case(), r.failed_shape = noted_shape();
-        throw;
-      } catch (const rc::GenerationFailure&) {
-        throw;
-      } catch (...) {
-        r.failed_case = noted_case(), r.failed_shape = noted_shape();
-        throw;
-      }
-    });
-  };
-  rc::detail::TestMetadata meta;
-  meta.id = p.id;  // the check's id alone: a replay on a new build of the library (another name) still applies
-  meta.description = p.summary;
-  Quiet quiet;
-  r.result = rc::detail::checkProperty(rc::detail::toProperty(testable), meta, params(o, o.cases), quiet, replay);
+  check::RcProperty rp{.id = p.id,  // the check's id alone: a replay on a new build of the library (another name) still applies
+                       .description = p.summary,
+                       .params = params(o, o.cases),
+                       .listener = &check::quiet_listener(),  // the gate reports through its own Check lines
+                       .replay = &replay,
+                       .around = [&](const std::function<void()>& body) {
+                         note_op_case(nullptr, "");
+                         budget.run(body);
+                       }};
+  r.result = check::run_rc(rp, [&] {
+    check::on_case_failure([&] { p.body(s); }, [&] { r.failed_case = noted_case(), r.failed_shape = noted_shape(); });
+  });
   r.ran = budget.ran();
   r.stopped = budget.stopped();
   return r;
@@ -226,13 +195,13 @@ Check run_op(const OpProperty& p, const OpSet& s, const Options& o) {
     return c;
   }
   const std::string id = p.id;
-  const ReproduceMap& configured = rc::detail::configuration().reproduce;
+  const ReproduceMap& configured = check::configured_replay();
   const bool replay = configured.count(id) > 0;
   auto seconds = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
   OpRun r;
   if (replay) {
     auto first = replay_case(c, o, [&] { return run_op_once(p, s, o, configured, kNoBudget); },
-                             [](const OpRun& x) { return x.result.is<rc::detail::FailureResult>(); });
+                             [](const OpRun& x) { return x.result.failed; });
     if (!first) {
       c.seconds = seconds();
       return c;
@@ -241,21 +210,18 @@ Check run_op(const OpProperty& p, const OpSet& s, const Options& o) {
   } else {
     r = run_op_once(p, s, o, configured, o.budget_s);
   }
-  if (r.result.is<rc::detail::SuccessResult>()) {
+  if (r.result.passed) {
     passed(c, r.ran, r.stopped, o.budget_s);
     c.seconds = seconds();
     return c;
   }
   c.result = "fail";
-  std::ostringstream msg;
-  rc::detail::printResultMessage(r.result, msg);
-  c.message = lead_with_failure(msg.str());
-  if (r.result.is<rc::detail::FailureResult>()) {
-    const auto& f = r.result.get<rc::detail::FailureResult>();
-    c.cases = replay ? 0 : f.numSuccess;
+  c.message = lead_with_failure(r.result.message);
+  if (r.result.failed) {
+    c.cases = replay ? 0 : r.result.cases;
     c.first_failure = c.cases + 1;
-    c.message = lead_with_failure(f.description);
-    c.reproduce = "reproduce=" + rc::detail::reproduceMapToString({{id, f.reproduce}});
+    c.message = lead_with_failure(r.result.description);
+    c.reproduce = r.result.reproduce;
     c.counterexample_shape = r.failed_shape;
     nlohmann::json file{{"akv_gate_counterexample",
                          {{"property", p.id}, {"summary", p.summary}, {"kernels", s.source()}, {"op", c.op},
@@ -266,9 +232,8 @@ Check run_op(const OpProperty& p, const OpSet& s, const Options& o) {
     if (const std::string snippet = c_snippet(p.id, p.summary, c.message, c.reproduce, r.failed_case); !snippet.empty())
       c.c_snippet = write_out(o, c.property + ".c", snippet);
     if (!replay) {  // the shrunk case again: does it always fail?
-      const ReproduceMap again{{id, f.reproduce}};
       for (; c.reruns < o.reruns && seconds() < 3 * o.budget_s; ++c.reruns)
-        if (run_op_once(p, s, o, again, kNoBudget).result.is<rc::detail::FailureResult>()) ++c.reproduced;
+        if (run_op_once(p, s, o, r.result.failing, kNoBudget).result.failed) ++c.reproduced;
     }
     c.message += rerun_note(c, replay);
   }
@@ -336,15 +301,14 @@ Check run_e2e(const std::string& id, std::shared_ptr<const OpSet> s, const Optio
     co.threads = bo.threads;
     return make_composed_backend(std::move(m), s, co);
   };
-  const bool replay = rc::detail::configuration().reproduce.count(prop::rc_id(*def, ctx.backend)) > 0;
+  const bool replay = check::configured_replay().count(prop::rc_id(*def, ctx.backend)) > 0;
   // The property with its cases under a budget (none for a replay).
   auto b = std::make_shared<Budget>(0.0);  // the budget of the last run
   auto once = [&](const std::string& reproduce, double budget_s) {
     b = std::make_shared<Budget>(budget_s);
     prop::PropertyDef within = *def;
     within.body = [budget = b, body = def->body](const prop::Context& x) { budget->run([&] { body(x); }); };
-    Quiet quiet;
-    return prop::run_property(within, ctx, params(o, cases), &quiet, reproduce);
+    return prop::run_property(within, ctx, params(o, cases), &check::quiet_listener(), reproduce);
   };
   prop::Outcome out;
   if (replay) {
@@ -414,7 +378,7 @@ std::string replay_key(const std::string& property) {
 
 std::vector<std::string> replay_keys() {
   std::vector<std::string> keys;
-  for (const auto& [k, r] : rc::detail::configuration().reproduce) keys.push_back(k);
+  for (const auto& [k, r] : check::configured_replay()) keys.push_back(k);
   return keys;
 }
 

@@ -18,6 +18,7 @@
 #include "verify/check/families.hpp"
 #include "gate/shapes.hpp"
 #include "verify/oracle/exact_sum.hpp"
+#include "verify/oracle/oracle_forward.hpp"
 #include "verify/oracle/real.hpp"
 
 namespace akv::gate {
@@ -479,18 +480,15 @@ void attention_bound(const OpSet& s) {
   const Vec out = attention(s, a, 0, a.M);
   const int m = *rc::gen::inRange(0, a.M), h = *rc::gen::inRange(0, a.heads);
   const int n = a.pos0 + m + 1, g = h / (a.heads / a.kvh);
-  using oracle::Real;
-  std::vector<Real> q(a.hd), k(static_cast<size_t>(n) * a.hd), v(k.size()), ex(a.hd), att(n);
-  Vec kf(k.size()), vf(k.size());
-  for (int i = 0; i < a.hd; ++i) q[i] = a.q[static_cast<size_t>(m) * a.qd() + h * a.hd + i];
+  // Head h of row m, and its KV head's keys and values (n, hd).
+  const Vec qf(a.q.begin() + static_cast<ptrdiff_t>(m) * a.qd() + h * a.hd, a.q.begin() + static_cast<ptrdiff_t>(m) * a.qd() + (h + 1) * a.hd);
+  Vec kf(static_cast<size_t>(n) * a.hd), vf(kf.size());
   for (int p = 0; p < n; ++p)
     for (int i = 0; i < a.hd; ++i) {
       const size_t at = static_cast<size_t>(p) * a.hd + i;
       kf[at] = a.k[static_cast<size_t>(p) * a.kvd() + g * a.hd + i], vf[at] = a.v[static_cast<size_t>(p) * a.kvd() + g * a.hd + i];
-      k[at] = kf[at], v[at] = vf[at];
     }
-  ref::attention_head(ex.data(), q.data(), k.data(), v.data(), n, a.hd, a.hd, att.data());
-  const Vec qf(a.q.begin() + static_cast<ptrdiff_t>(m) * a.qd() + h * a.hd, a.q.begin() + static_cast<ptrdiff_t>(m) * a.qd() + (h + 1) * a.hd);
+  const auto ex = oracle::exact_attention_head(qf.data(), kf.data(), vf.data(), n, a.hd);
   const auto b = bounds::attention_bounds(qf.data(), kf.data(), vf.data(), n, a.hd, a.hd, bounds::attn_rounding_any_block(n));
   for (int i = 0; i < a.hd; ++i) {
     const float y = out[static_cast<size_t>(m) * a.qd() + h * a.hd + i];

@@ -1,7 +1,8 @@
 // The layer order of docs/architecture.md, enforced: every C/C++ source of a room includes only
 // its own room and the rooms its row of the table lists ("may include"), each of them a row
 // below it (so the order has no cycle); every top-level folder with sources is a room of the
-// table; every room's README states the same "may include" as the table.
+// table; every room's README states the same "may include" as the table. And one source
+// only declares RapidCheck's private functions (the one runner, verify/check/rc_runner.cpp).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -180,4 +181,21 @@ TEST(Layering_IncludeOrder, EachRoomsReadmeSaysWhatItMayInclude) {
     EXPECT_EQ(folders_in(said), r.includes)
         << r.folder << "README.md's \"May include\" differs from docs/architecture.md's table: " << said;
   }
+}
+
+TEST(Layering_IncludeOrder, RapidChecksPrivateFunctionsAreDeclaredInOneFile) {
+  // An own declaration of rc::detail is a second runner in the making: every property runs
+  // through verify/check/rc_runner.hpp.
+  const std::regex opens(R"(namespace\s+rc\s*(::\s*detail\s*\{|\{\s*namespace\s+detail\b))");
+  std::vector<std::string> found;
+  for (auto it = fs::recursive_directory_iterator(root()); it != fs::recursive_directory_iterator(); ++it) {
+    const std::string name = it->path().filename().string();
+    if (it->is_directory() && (name == "build" || name == ".git" || name == "shared")) {
+      it.disable_recursion_pending();
+      continue;
+    }
+    if (it->is_regular_file() && is_source(it->path()) && std::regex_search(read_text(it->path()), opens))
+      found.push_back(from_root(it->path()));
+  }
+  EXPECT_EQ(found, std::vector<std::string>{"verify/check/rc_runner.cpp"});
 }

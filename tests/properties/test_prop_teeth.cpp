@@ -53,14 +53,7 @@ prop::Outcome run_in(const std::string& id, const prop::Context& ctx, int cases 
   rc::detail::TestParams params;
   params.seed = 12345;
   params.maxSuccess = cases;
-  rc::detail::TestListener* quiet = nullptr;
-  struct Silent final : rc::detail::TestListener {
-    void onTestCaseFinished(const rc::detail::CaseDescription&) override {}
-    void onShrinkTried(const rc::detail::CaseDescription&, bool) override {}
-    void onTestFinished(const rc::detail::TestMetadata&, const rc::detail::TestResult&) override {}
-  } silent;
-  quiet = &silent;
-  return prop::run_property(*p, ctx, params, quiet, reproduce);
+  return prop::run_property(*p, ctx, params, &check::quiet_listener(), reproduce);
 }
 
 prop::Outcome run_on_mutant(const std::string& id, Mutation m, const std::string& reproduce = "") {

@@ -5,132 +5,28 @@
 #include <cmath>
 #include <limits>
 
+#include "optimized/composed/op_set.hpp"
+#include "optimized/cpu/c_kernels.hpp"
 #include "optimized/cpu/isa.hpp"
 #include "optimized/cpu/kernels.hpp"
 #include "optimized/cuda/arith/dot.hpp"
-#include "optimized/cuda/arith/elementwise.hpp"
 #include "optimized/cuda/arith/hd.hpp"
-#include "optimized/composed/op_set.hpp"
-#include "optimized/cuda/emu/emu_ops.hpp"
-#include "reference/ops.hpp"
+#include "optimized/cuda/emu/c_kernels.hpp"
+#include "reference/c_kernels.hpp"
 
 namespace akv::check {
 
 namespace {
 
-// Reference rows of the one-row ops; shared by the tables whose ops are the reference's.
-void ref_rope_rows(float* x, int M, int heads, int hd, int pos0, const float* cos, const float* sin) {
-  const size_t half = static_cast<size_t>(hd / 2), row = static_cast<size_t>(heads) * hd;
-  for (int r = 0; r < M; ++r) ref::rope(x + r * row, heads, hd, cos + (pos0 + r) * half, sin + (pos0 + r) * half);
-}
+using Rounding = std::function<bounds::AttnRounding(int n_keys)>;
+using Dot = std::function<float(const float* x, const float* y, int n)>;
 
-OpTable reference_table() {
+// The one constructor path of every table: a view of a kernel table through the C ABI
+// (include/akv/kernels.h), with prepared weights and NaN-filled scratch, one thread. `dot`,
+// when set, is the backend's own reduction; else a one-row matmul.
+OpTable view(std::shared_ptr<const OpSet> ops, std::string label, Rounding rounding, Dot dot = {}) {
   OpTable t;
-  t.label = "reference";
-  t.matmul = [](float* Y, const float* X, const float* W, int M, int n, int d) {
-    for (int m = 0; m < M; ++m) ref::matmul(Y + static_cast<size_t>(m) * d, X + static_cast<size_t>(m) * n, W, n, d);
-  };
-  t.dot = [](const float* x, const float* y, int n) {
-    float out;
-    ref::matmul(&out, x, y, n, 1);
-    return out;
-  };
-  t.rmsnorm = [](float* out, const float* x, const float* w, int M, int n, float eps) {
-    for (int m = 0; m < M; ++m) ref::rmsnorm(out + static_cast<size_t>(m) * n, x + static_cast<size_t>(m) * n, w, n, eps);
-  };
-  t.rope = ref_rope_rows;
-  t.attention = [](float* out, const float* q, const float* k, const float* v, int M, int pos0, int heads, int kvh, int hd) {
-    const size_t qd = static_cast<size_t>(heads) * hd;
-    std::vector<float> att(static_cast<size_t>(pos0 + M));
-    for (int r = 0; r < M; ++r)
-      for (int h = 0; h < heads; ++h) {
-        const size_t kv = static_cast<size_t>(h / (heads / kvh)) * hd;
-        ref::attention_head(out + r * qd + h * hd, q + r * qd + h * hd, k + kv, v + kv, pos0 + r + 1, kvh * hd, hd, att.data());
-      }
-  };
-  t.swiglu = [](float* out, const float* g, const float* u, int n) { ref::swiglu(out, g, u, n); };
-  t.add = [](float* x, const float* y, int n) { ref::add_inplace(x, y, n); };
-  t.attention_rounding = bounds::attn_rounding_reference;
-  return t;
-}
-
-OpTable cpu_table(cpu::Isa isa) {
-  OpTable t;
-  t.label = cpu::isa_name(isa);
-  if (!cpu::isa_supported(isa)) {
-    t.unavailable = "this CPU lacks " + t.label;
-    return t;
-  }
-  const cpu::Kernels* K = &cpu::kernels_for(isa);
-  t.matmul = [K](float* Y, const float* X, const float* W, int M, int n, int d) {
-    const std::vector<float> w(W, W + static_cast<size_t>(d) * n);
-    const cpu::PackedMatrix P = cpu::pack_rows({&w}, n);
-    K->matmul(X, n, M, P, 0, P.panels(), Y, d);
-  };
-  t.dot = K->dot;
-  t.rmsnorm = [K](float* out, const float* x, const float* w, int M, int n, float eps) {
-    for (int m = 0; m < M; ++m) K->rmsnorm(out + static_cast<size_t>(m) * n, x + static_cast<size_t>(m) * n, w, n, eps);
-  };
-  t.rope = [K](float* x, int M, int heads, int hd, int pos0, const float* cos, const float* sin) {
-    const size_t half = static_cast<size_t>(hd / 2), row = static_cast<size_t>(heads) * hd;
-    for (int r = 0; r < M; ++r) K->rope(x + r * row, heads, hd, cos + (pos0 + r) * half, sin + (pos0 + r) * half);
-  };
-  // One item per (row, KV head): K4 gives every row the bits it gets alone.
-  t.attention = [K](float* out, const float* q, const float* k, const float* v, int M, int pos0, int heads, int kvh, int hd) {
-    const int group = heads / kvh;
-    const size_t qd = static_cast<size_t>(heads) * hd;
-    for (int r = 0; r < M; ++r)
-      for (int g = 0; g < kvh; ++g) {
-        const size_t at = r * qd + static_cast<size_t>(g) * group * hd;
-        K->attention(cpu::AttnArgs{q + at, k + g * hd, v + g * hd, out + at, pos0 + r, kvh * hd, hd, group,
-                                   1.0f / std::sqrt(static_cast<float>(hd))});
-      }
-  };
-  t.swiglu = K->swiglu;
-  t.add = K->add;
-  t.attention_rounding = [](int n) { return bounds::attn_rounding_online(n, cpu::kKeyBlock); };
-  return t;
-}
-
-OpTable cuda_emu_table() {
-  namespace emu = cuda::emu;
-  OpTable t;
-  t.label = "cuda_emu";
-  t.matmul = [](float* Y, const float* X, const float* W, int M, int n, int d) { emu::gemm(Y, X, W, M, n, d); };
-  t.dot = [](const float* x, const float* y, int n) { return cuda::dot_chain(x, y, n); };
-  t.rmsnorm = emu::rmsnorm_rows;
-  t.rope = emu::rope_rows;
-  t.attention = [](float* out, const float* q, const float* k, const float* v, int M, int pos0, int heads, int kvh, int hd) {
-    emu::attention_rows(out, q, k, v, M, pos0, heads, kvh, hd);
-  };
-  t.swiglu = [](float* out, const float* g, const float* u, int n) {
-    for (int j = 0; j < n; ++j) out[j] = cuda::swiglu(g[j], u[j]);
-  };
-  t.add = [](float* x, const float* y, int n) {
-    for (int j = 0; j < n; ++j) x[j] = cuda::residual(x[j], y[j]);
-  };
-  t.attention_rounding = [](int n) { return bounds::attn_rounding_split(n, cuda::kKvSplit); };
-  return t;
-}
-
-}  // namespace
-
-const OpTable& reference_ops() {
-  static const OpTable t = reference_table();
-  return t;
-}
-
-std::vector<OpTable> op_tables() {
-  std::vector<OpTable> all{reference_table()};
-  for (cpu::Isa i : cpu::all_isas()) all.push_back(cpu_table(i));
-  all.push_back(cuda_emu_table());
-  return all;
-}
-
-OpTable plugin_op_table(std::shared_ptr<const OpSet> ops) {
-  OpTable t;
-  t.label = "plugin_";
-  for (char c : ops->name()) t.label += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  t.label = std::move(label);
   // Scratch of `op` for these sizes, NaN-filled so stale data cannot hide (GT2).
   auto scratch = [ops](uint32_t op, int M, int n, int d) {
     return std::vector<float>(std::max<size_t>(ops->scratch_floats(op, M, n, d), 1),
@@ -143,11 +39,11 @@ OpTable plugin_op_table(std::shared_ptr<const OpSet> ops) {
     k.matmul(k.ctx, Y, static_cast<size_t>(d), X, static_cast<size_t>(n), M, W, prepared, n, d, s.data());
     if (prepared != nullptr) k.release_weight(k.ctx, prepared);
   };
-  t.dot = [m = t.matmul](const float* x, const float* y, int n) {
+  t.dot = dot ? std::move(dot) : Dot([m = t.matmul](const float* x, const float* y, int n) {
     float out;
     m(&out, x, y, 1, n, 1);
     return out;
-  };
+  });
   t.rmsnorm = [ops](float* out, const float* x, const float* w, int M, int n, float eps) {
     const akv_kernels& k = ops->ops();
     k.rmsnorm(k.ctx, out, x, w, M, n, eps);
@@ -174,11 +70,55 @@ OpTable plugin_op_table(std::shared_ptr<const OpSet> ops) {
     const akv_kernels& k = ops->ops();
     k.add(k.ctx, x, y, n);
   };
-  if (ops->own() & AKV_OP_ATTENTION)
-    t.attention_rounding = bounds::attn_rounding_any_block;
-  else
-    t.attention_rounding = bounds::attn_rounding_reference;
+  t.attention_rounding = std::move(rounding);
   return t;
+}
+
+OpTable reference_table() {
+  return view(std::make_shared<const OpSet>(reference_kernels(), nullptr, "reference"), "reference",
+              bounds::attn_rounding_reference);
+}
+
+// The ISA's akv_kernels table (the one `akv gate` checks as a plugin, GT9) at one thread: K4
+// and K8 give every row and item the bits it gets alone; dot is the kernels' own (K2).
+OpTable cpu_table(cpu::Isa isa) {
+  if (!cpu::isa_supported(isa)) {
+    OpTable t;
+    t.label = cpu::isa_name(isa);
+    t.unavailable = "this CPU lacks " + t.label;
+    return t;
+  }
+  auto table = std::make_shared<cpu::CpuKernelTable>(isa, 1);
+  return view(std::make_shared<const OpSet>(table->table(), table, cpu::isa_name(isa)), cpu::isa_name(isa),
+              [](int n) { return bounds::attn_rounding_online(n, cpu::kKeyBlock); }, cpu::kernels_for(isa).dot);
+}
+
+OpTable cuda_emu_table() {
+  return view(std::make_shared<const OpSet>(cuda::emu::emu_kernels(), nullptr, "cuda_emu"), "cuda_emu",
+              [](int n) { return bounds::attn_rounding_split(n, cuda::kKvSplit); },
+              [](const float* x, const float* y, int n) { return cuda::dot_chain(x, y, n); });
+}
+
+}  // namespace
+
+const OpTable& reference_ops() {
+  static const OpTable t = reference_table();
+  return t;
+}
+
+std::vector<OpTable> op_tables() {
+  std::vector<OpTable> all{reference_table()};
+  for (cpu::Isa i : cpu::all_isas()) all.push_back(cpu_table(i));
+  all.push_back(cuda_emu_table());
+  return all;
+}
+
+OpTable plugin_op_table(std::shared_ptr<const OpSet> ops) {
+  std::string label = "plugin_";
+  for (char c : ops->name()) label += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  // A plugin's attention is modelled as the gate models it: any block size.
+  const bool own_attention = ops->own() & AKV_OP_ATTENTION;
+  return view(ops, std::move(label), own_attention ? bounds::attn_rounding_any_block : bounds::attn_rounding_reference);
 }
 
 std::vector<OpTable> optimized_op_tables(const std::string& backend) {

@@ -1,8 +1,12 @@
 // The op tables the per-op checks run over (spec/bounds.md B10, B14; spec/kernels-cpu.md K12;
 // spec/kernels-cuda.md G11): one backend's six ops on raw float arrays, with the rounding
-// model each declares. Adapters: the reference, the cpu kernels per ISA, cuda-emu. Every op
-// has a C-compatible signature (pointers, ints), so a C function table with a context
-// pointer can sit behind one through lambdas (the plugin kernels of spec/gate.md).
+// model each declares. There is one kernel table, OpSet (the C ABI table akv_kernels made
+// whole, optimized/composed/op_set.hpp): the reference's, the cpu kernels' per ISA, cuda-emu's
+// and every plugin's. An OpTable is the in-process view of one, built through one path
+// (a view of an OpSet with a label, a rounding model and a dot): it labels the table, names its
+// rounding model, and holds each op as a std::function, so a test can break one op of an
+// intact table (the checks' teeth) and `akv gate` (gate/op_props) runs on the OpSet itself
+// (threads, scratch, prepared weights).
 #pragma once
 #include <functional>
 #include <memory>
@@ -17,7 +21,8 @@ class OpSet;
 
 namespace akv::check {
 
-/// One backend's ops. Layouts are row-major; heads are contiguous within a row.
+/// One backend's ops, a view of its kernel table. Layouts are row-major; heads are contiguous
+/// within a row.
 struct OpTable {
   std::string label;        // a valid test name: "reference", "portable", "avx2", "avx512", "cuda_emu"
   std::string unavailable;  // "" when this build and machine run it; else why not
@@ -52,7 +57,9 @@ struct OpTable {
 const OpTable& reference_ops();
 
 /// Every op table akv knows, in a stable order (reference, cpu by ISA, cuda-emu), available
-/// or not (an ISA this CPU lacks says so in `unavailable`).
+/// or not (an ISA this CPU lacks says so in `unavailable`): views of reference_kernels(),
+/// cpu::CpuKernelTable (one thread; dot: the kernels' own, K2) and cuda::emu::emu_kernels()
+/// (dot: dot_chain), the tables `akv gate` checks as akv's own plugins (GT9).
 std::vector<OpTable> op_tables();
 
 /// The tables other than the reference: the optimized kernels checked against it, those of
@@ -61,9 +68,9 @@ std::vector<OpTable> optimized_op_tables(const std::string& backend = "");
 
 /// A kernel library's table (spec/gate.md GT1, loaded by load_kernels) as an op table, label
 /// "plugin_NAME": its ops where it provides them, the reference's elsewhere, through the C ABI
-/// (include/akv/kernels.h) with prepared weights and NaN-filled scratch, one thread. Its
-/// attention is modelled as the gate models a plugin's (attn_rounding_any_block); dot is a
-/// one-row matmul.
+/// (include/akv/kernels.h) with prepared weights and NaN-filled scratch, one thread, as every
+/// table. Its attention is modelled as the gate models a plugin's (attn_rounding_any_block);
+/// dot is a one-row matmul.
 OpTable plugin_op_table(std::shared_ptr<const OpSet> ops);
 
 }  // namespace akv::check

@@ -1,14 +1,12 @@
-// The one RapidCheck runner of the per-op checks: a property as a Report.
+// The per-op checks' RapidCheck property as a Report, over the one runner (rc_runner.hpp).
 #pragma once
 #include <functional>
 #include <string>
 
+#include "verify/check/rc_runner.hpp"
 #include "verify/check/report.hpp"
 
 namespace akv::check {
-
-/// At least this many cases per property (more when RC_PARAMS sets max_success).
-inline constexpr int kMinCases = 200;
 
 /// Runs `body` (RC_ASSERTs on values drawn with `*gen`) as a RapidCheck property named `id`
 /// (its reproduce-string key) with at least kMinCases cases. The Report counts one comparison

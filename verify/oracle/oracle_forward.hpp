@@ -28,4 +28,9 @@ std::vector<T> last_logits(const ModelT<Wt>& m, std::span<const Token> tokens) {
 /// float32 weights. Compiled once in oracle_forward.cpp.
 std::vector<Real> oracle_logits(const Model& model, std::span<const Token> tokens);
 
+/// One attention head (spec/model.md M9) in MPFR: query q (d,) over keys and values k, v
+/// (n, d) row-major, n >= 1, through ref::attention_head<Real>. The exact value every B14
+/// bound is measured against (the per-op checks and `akv gate`'s GT3.attention.bound).
+std::vector<Real> exact_attention_head(const float* q, const float* k, const float* v, int n, int d);
+
 }  // namespace akv::oracle

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "reference/backend.hpp"
+#include "verify/check/rc_runner.hpp"
 #include "verify/gen/case.hpp"
 #include "verify/gen/profile.hpp"
 #include "verify/props/fixture.hpp"
@@ -60,14 +61,10 @@ const std::vector<PropertyDef>& properties();
 /// The property with id "Suite.Name", or nullptr.
 const PropertyDef* find_property(const std::string& id);
 
-/// The result of running one property.
-struct Outcome {
-  bool passed = false;
-  bool gave_up = false;                // RapidCheck discarded too many cases (neither passed nor failed)
-  int cases = 0;                       // successful cases run
-  std::string message;                 // RapidCheck's result message (counterexample included)
-  std::string reproduce;               // RC_PARAMS value that replays the failure, "" if passed
-  std::optional<Counterexample> counterexample;  // the shrunk case, if the body noted one
+/// The result of running one property: the runner's (check::RcResult) and the case the body
+/// noted last in the shrunk failing run.
+struct Outcome : check::RcResult {
+  std::optional<Counterexample> counterexample;
 };
 
 /// The RapidCheck id of `p` on `backend`: "Suite/Name/backend" (keys RC_PARAMS reproduce=).
@@ -75,7 +72,7 @@ std::string rc_id(const PropertyDef& p, const std::string& backend);
 
 /// The test parameters of the suite: RapidCheck's configuration (RC_PARAMS), with at least
 /// 200 cases unless RC_PARAMS sets max_success itself.
-rc::detail::TestParams default_params();
+using check::default_params;
 
 /// Runs `p` under `ctx` with `params`, reporting each case to `listener` (null: RapidCheck's
 /// global listener, which prints the reproduce string at exit). RC_PARAMS reproduce= entries
