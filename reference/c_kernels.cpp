@@ -44,8 +44,22 @@ void attention(void*, float* out, size_t ldo, const float* q, size_t ldq, const 
 int32_t evict(void*, const akv_cache_view*, int32_t begin, int32_t) { return begin; }
 
 const akv_kernels kTable = {
-    AKV_KERNELS_ABI_VERSION, "reference", AKV_OP_ALL, nullptr, nullptr, scratch, nullptr, nullptr, matmul,
-    rmsnorm, rope, swiglu, add, attention, evict};
+    .abi_version = AKV_KERNELS_ABI_VERSION,
+    .name = "reference",
+    .provides = AKV_OP_ALL,
+    .ctx = nullptr,
+    .set_threads = nullptr,
+    .scratch_floats = scratch,
+    .prepare_weight = nullptr,
+    .release_weight = nullptr,
+    .matmul = matmul,
+    .rmsnorm = rmsnorm,
+    .rope = rope,
+    .swiglu = swiglu,
+    .add = add,
+    .attention = attention,
+    .evict = evict,
+};
 
 }  // namespace
 

@@ -31,8 +31,6 @@ static int32_t evict(void* ctx, const akv_cache_view* c, int32_t begin, int32_t 
 }
 
 const akv_kernels* akv_get_kernels(void) {
-  static const akv_kernels table = {
-      AKV_KERNELS_ABI_VERSION, "broken-evict-rerotate", SB_PROVIDES, NULL, sb_set_threads, sb_scratch_floats, NULL,
-      NULL, sb_matmul, sb_rmsnorm, sb_rope, sb_swiglu, sb_add, sb_attention, evict};
+  static const akv_kernels table = SB_TABLE("broken-evict-rerotate", .evict = evict);
   return &table;
 }

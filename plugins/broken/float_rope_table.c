@@ -24,8 +24,6 @@ static void rope(void* ctx, float* x, size_t ldx, int32_t M, int32_t heads, int3
 }
 
 const akv_kernels* akv_get_kernels(void) {
-  static const akv_kernels table = {
-      AKV_KERNELS_ABI_VERSION, "broken-float-rope-table", SB_PROVIDES, NULL, sb_set_threads, sb_scratch_floats,
-      NULL, NULL, sb_matmul, sb_rmsnorm, rope, sb_swiglu, sb_add, sb_attention, sb_evict};
+  static const akv_kernels table = SB_TABLE("broken-float-rope-table", .rope = rope);
   return &table;
 }

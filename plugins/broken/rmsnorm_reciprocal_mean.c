@@ -21,8 +21,6 @@ static void rmsnorm(void* ctx, float* out, const float* x, const float* w, int32
 }
 
 const akv_kernels* akv_get_kernels(void) {
-  static const akv_kernels table = {
-      AKV_KERNELS_ABI_VERSION, "broken-rmsnorm-reciprocal-mean", SB_PROVIDES, NULL, sb_set_threads, sb_scratch_floats,
-      NULL, NULL, sb_matmul, rmsnorm, sb_rope, sb_swiglu, sb_add, sb_attention, sb_evict};
+  static const akv_kernels table = SB_TABLE("broken-rmsnorm-reciprocal-mean", .rmsnorm = rmsnorm);
   return &table;
 }

@@ -3,8 +3,6 @@
 #include "sound_base.h"
 
 const akv_kernels* akv_get_kernels(void) {
-  static const akv_kernels table = {
-      AKV_KERNELS_ABI_VERSION, "sound-base", SB_PROVIDES, NULL, sb_set_threads, sb_scratch_floats, NULL, NULL,
-      sb_matmul, sb_rmsnorm, sb_rope, sb_swiglu, sb_add, sb_attention, sb_evict};
+  static const akv_kernels table = SB_TABLE("sound-base");
   return &table;
 }

@@ -12,8 +12,6 @@ static void swiglu(void* ctx, float* out, const float* gate, const float* up, in
 }
 
 const akv_kernels* akv_get_kernels(void) {
-  static const akv_kernels table = {
-      AKV_KERNELS_ABI_VERSION, "broken-swiglu-expf", SB_PROVIDES, NULL, sb_set_threads, sb_scratch_floats, NULL,
-      NULL, sb_matmul, sb_rmsnorm, sb_rope, swiglu, sb_add, sb_attention, sb_evict};
+  static const akv_kernels table = SB_TABLE("broken-swiglu-expf", .swiglu = swiglu);
   return &table;
 }

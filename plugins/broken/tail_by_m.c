@@ -26,8 +26,6 @@ static void matmul(void* ctx, float* Y, size_t ldy, const float* X, size_t ldx, 
 }
 
 const akv_kernels* akv_get_kernels(void) {
-  static const akv_kernels table = {
-      AKV_KERNELS_ABI_VERSION, "broken-tail-by-m", SB_PROVIDES, NULL, sb_set_threads, sb_scratch_floats, NULL,
-      NULL, matmul, sb_rmsnorm, sb_rope, sb_swiglu, sb_add, sb_attention, sb_evict};
+  static const akv_kernels table = SB_TABLE("broken-tail-by-m", .matmul = matmul);
   return &table;
 }

@@ -28,8 +28,6 @@ static void attention(void* ctx, float* out, size_t ldo, const float* q, size_t 
 }
 
 const akv_kernels* akv_get_kernels(void) {
-  static const akv_kernels table = {
-      AKV_KERNELS_ABI_VERSION, "broken-thread-reduction", SB_PROVIDES, NULL, sb_set_threads, sb_scratch_floats, NULL,
-      NULL, sb_matmul, sb_rmsnorm, sb_rope, sb_swiglu, sb_add, attention, sb_evict};
+  static const akv_kernels table = SB_TABLE("broken-thread-reduction", .attention = attention);
   return &table;
 }

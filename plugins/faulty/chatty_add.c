@@ -12,8 +12,6 @@ static void add(void* ctx, float* x, const float* y, int32_t n) {
 }
 
 const akv_kernels* akv_get_kernels(void) {
-  static const akv_kernels table = {
-      AKV_KERNELS_ABI_VERSION, "faulty-chatty-add", SB_PROVIDES, NULL, sb_set_threads, sb_scratch_floats, NULL,
-      NULL, sb_matmul, sb_rmsnorm, sb_rope, sb_swiglu, add, sb_attention, sb_evict};
+  static const akv_kernels table = SB_TABLE("faulty-chatty-add", .add = add);
   return &table;
 }

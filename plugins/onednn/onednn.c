@@ -74,7 +74,11 @@ static void matmul(void* ctx, float* Y, size_t ldy, const float* X, size_t ldx, 
 
 const akv_kernels* akv_get_kernels(void) {
   static const akv_kernels table = {
-      AKV_KERNELS_ABI_VERSION, "onednn-matmul", AKV_OP_MATMUL, NULL, set_threads, NULL, NULL, NULL, matmul,
-      NULL, NULL, NULL, NULL, NULL, NULL};
+      .abi_version = AKV_KERNELS_ABI_VERSION,
+      .name = "onednn-matmul",
+      .provides = AKV_OP_MATMUL,
+      .set_threads = set_threads,
+      .matmul = matmul,
+  };
   return &table;
 }

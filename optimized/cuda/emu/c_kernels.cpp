@@ -53,8 +53,23 @@ void attention(void*, float* out, size_t ldo, const float* q, size_t ldq, const 
   scatter(out, ldo, o, M, qd);
 }
 
-const akv_kernels kTable = {AKV_KERNELS_ABI_VERSION, "cuda-emu", AKV_OP_ALL & ~AKV_OP_EVICT, nullptr, nullptr, nullptr,
-                            nullptr, nullptr, matmul, rmsnorm, rope, swiglu, add, attention, nullptr};
+const akv_kernels kTable = {
+    .abi_version = AKV_KERNELS_ABI_VERSION,
+    .name = "cuda-emu",
+    .provides = AKV_OP_ALL & ~AKV_OP_EVICT,
+    .ctx = nullptr,
+    .set_threads = nullptr,
+    .scratch_floats = nullptr,
+    .prepare_weight = nullptr,
+    .release_weight = nullptr,
+    .matmul = matmul,
+    .rmsnorm = rmsnorm,
+    .rope = rope,
+    .swiglu = swiglu,
+    .add = add,
+    .attention = attention,
+    .evict = nullptr,
+};
 
 }  // namespace
 
