@@ -16,17 +16,9 @@ std::vector<int> row_boundaries() {
   return out;
 }
 
-std::vector<int> layer_widths() {
-  constexpr int kHeadDim = 64;  // SmolLM2-135M: 9 heads, 3 KV heads
-  return {3 * kHeadDim, 9 * kHeadDim, 1536, 2048, 4096, 8192};
-}
-
 std::vector<int> width_boundaries() {
-  std::vector<int> out;
-  for (int step : {cpu::kLanes, cpu::kMatmulBlock, cpu::kKeyBlock})
-    for (int mult : {1, 2, 4})
-      for (int w : {step * mult - 1, step * mult, step * mult + 1}) out.push_back(w);
-  for (int hd : cpu::kAttentionCheckHeadDims) out.push_back(hd);
+  std::vector<int> out = check::boundaries({cpu::kLanes, cpu::kMatmulBlock, cpu::kKeyBlock}, {1, 2, 4});
+  out.insert(out.end(), cpu::kAttentionCheckHeadDims.begin(), cpu::kAttentionCheckHeadDims.end());
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;

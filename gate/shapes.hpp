@@ -7,6 +7,8 @@
 #include <cstddef>
 #include <vector>
 
+#include "verify/check/edges.hpp"
+
 namespace akv::gate {
 
 /// The largest call the row checks draw: a prefill chunk (llama.cpp's default ubatch).
@@ -14,9 +16,8 @@ inline constexpr int kPrefillChunk = 512;
 
 /// Powers of two to kPrefillChunk and one either side of each, ascending, from 1.
 std::vector<int> row_boundaries();
-/// The widths (n of a reduction, d of a matmul's outputs) of real layers: SmolLM2-135M (hidden
-/// 576, 9 heads and 3 KV heads of 64: 192, intermediate 1536) and Llama-like 2048, 4096, 8192.
-std::vector<int> layer_widths();
+/// The widths of real layers (verify/check/edges.hpp).
+using check::layer_widths;
 /// One either side of each multiple of the kernels' lane width, matmul k-block and key block
 /// that a kernel may switch at (1, 2 and 4 of each) and the widths with a tail, ascending.
 std::vector<int> width_boundaries();

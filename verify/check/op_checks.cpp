@@ -7,6 +7,7 @@
 
 #include "optimized/cpu/kernels.hpp"
 #include "reference/rope.hpp"
+#include "verify/check/edges.hpp"
 #include "verify/check/property.hpp"
 #include "verify/check/same_bits.hpp"
 #include "verify/oracle/exact_sum.hpp"
@@ -53,10 +54,7 @@ const uint64_t kSeeds = 1u << 30;
 Report matmul_integers_equal_reference(const OpTable& t) {
   Report r;
   if (is_reference(t, r)) return r;
-  struct Shape {
-    int M, n, d, k;  // k: |X|, |W| <= k
-  };
-  for (Shape s : {Shape{1, 32, 64, 7}, {3, 17, 5, 7}, {70, 100, 130, 7}, {128, 64, 64, 7}, {65, 688, 31, 5}, {9, 768, 70, 8}}) {
+  for (const MatmulShape& s : matmul_edge_shapes()) {
     const auto X = int_values(static_cast<size_t>(s.M) * s.n, s.M + s.n, s.k), W = int_values(static_cast<size_t>(s.d) * s.n, s.d, s.k);
     std::vector<float> Y(static_cast<size_t>(s.M) * s.d, NAN), R(Y.size(), NAN);
     t.matmul(Y.data(), X.data(), W.data(), s.M, s.n, s.d);
@@ -77,7 +75,11 @@ Report rmsnorm_integers_equal_reference(const OpTable& t) {
   constexpr int kRows = 64;
   std::vector<int> e(kRows);
   for (int i = 0; i < kRows; ++i) e[i] = i % 4 == 3 ? (i * 37) % 81 - 40 : -(i % 7);
-  for (int n : {1, 3, 5, 7, 8, 31, 32, 33, 37, 192, 256, 576, 688, 768, 1536, 2048}) {
+  std::vector<int> widths = boundaries(reduction_lanes(), {1, 2});
+  widths.insert(widths.end(), {1, 3, 5, 7, 8});
+  for (int w : layer_widths())
+    if (w <= 2048) widths.push_back(w);
+  for (int n : widths) {
     const auto x = exact_square_rows(kRows, n, n + 2, e), w = uniform(n, n + 1, 0.75f, 1.5f);
     for (float eps : {1e-5f, 1e-6f}) {
       std::vector<float> a(x.size(), NAN), b(x.size(), NAN);
@@ -129,14 +131,17 @@ Report attention_dominant_key_equals_reference(const OpTable& t) {
   Report r;
   if (is_reference(t, r)) return r;
   const OpTable& R = reference_ops();
-  const int n = 300;
+  // Positions on and either side of every key block's and split's edge, in a partial fifth block.
+  const int n = 5 * key_blocks().back() - 20;
+  std::vector<int> at_edges{0, 5, n - 1};
+  for (int b : key_blocks()) at_edges.insert(at_edges.end(), {b - 1, b, 2 * b + 2});
   // One head: q = 1024 e_1, key p's second element +-1: the winner's score exceeds the
   // others' by 2048 / sqrt(hd). Queries at several positions, the winner among [0, pos].
   for (int hd : cpu::kAttentionCheckHeadDims) {
     std::vector<float> k(static_cast<size_t>(n) * hd, 0.0f), q(hd, 0.0f);
     const auto v = uniform(static_cast<size_t>(n) * hd, 9, -5.0f, 5.0f);
     q[1] = 1024.0f;
-    for (int pos : {0, 5, 63, 64, 130, 299}) {
+    for (int pos : at_edges) {
       const int winner = (pos * 7) % (pos + 1);
       for (int p = 0; p <= pos; ++p) k[static_cast<size_t>(p) * hd + 1] = (p == winner) ? 1.0f : -1.0f;
       std::vector<float> out(hd, NAN), ref(hd, NAN);
@@ -149,10 +154,11 @@ Report attention_dominant_key_equals_reference(const OpTable& t) {
     }
   }
   // Two query heads on one KV head, q = 1, small-integer keys with one hot row of 200s (score
-  // 3200 / 4 = 800), the hot key in the first, a middle and the last (partial) block or split.
+  // 3200 / 4 = 800), the hot key in the first, a middle and the last (partial) block or split,
+  // and either side of each block edge.
   const int heads = 2, hd = 16;
   const std::vector<float> q(heads * hd, 1.0f);
-  for (int hot : {0, 63, 64, 200, 299}) {
+  for (int hot : at_edges) {
     auto k = int_values(static_cast<size_t>(n) * hd, hot, 2);
     for (int i = 0; i < hd; ++i) k[static_cast<size_t>(hot) * hd + i] = 200.0f;
     const auto v = uniform(static_cast<size_t>(n) * hd, hot + 1, -5.0f, 5.0f);
@@ -171,7 +177,10 @@ Report attention_uniform_equals_reference(const OpTable& t) {
   Report r;
   if (is_reference(t, r)) return r;
   const int heads = 4, kvh = 2, hd = 8;
-  for (int n : {1, 2, 4, 64, 128, 256, 512}) {
+  std::vector<int> lengths{1, 2, 4};  // powers of two: 1/n is exact; up to eight blocks or splits
+  for (int b : key_blocks())
+    for (int m : {1, 2, 4, 8}) lengths.push_back(b * m);
+  for (int n : lengths) {
     const auto k = uniform(static_cast<size_t>(n) * kvh * hd, n, -1.0f, 1.0f), v = int_values(static_cast<size_t>(n) * kvh * hd, n + 3, 50);
     const std::vector<float> q(heads * hd, 0.0f);
     std::vector<float> out(heads * hd, NAN), ref(heads * hd, NAN);

@@ -17,12 +17,14 @@ namespace akv::check {
 // ---- The reference's bits where every conforming order rounds alike
 
 /// Small-integer X and W (exact products and sums): matmul equals the reference bitwise, on
-/// shapes on and off every tile and panel edge (M up to 128, n up to 768, d up to 130), and
+/// shapes on and either side of every matmul tile edge of the cpu and cuda kernels
+/// (matmul_edge_shapes, verify/check/edges.hpp: M and d to 129, n to 705), and
 /// the outputs are not all zero.
 Report matmul_integers_equal_reference(const OpTable& t);
 /// Rows of small integers times a power of two (an exact sum of squares, exact_square_rows):
 /// RMSNorm equals the reference bitwise, M7's operations after ss (ss / n, not ss * (1/n)):
-/// 64 rows at each width 1 .. 2048 (SmolLM2's 192, 576, 1536 among them), two eps.
+/// 64 rows at each width 1, 3, 5, 7, 8, either side of one and two lane sets of
+/// every row reduction (edges.hpp), and the real layers' widths to 2048 (192, 576, 1536), two eps.
 Report rmsnorm_integers_equal_reference(const OpTable& t);
 /// RoPE equals the reference bitwise: head_dim 8, 32, 64, 70, 3 heads, 40 rows from positions
 /// 0, 1, 777 and 4960 of a 5000-position table.
@@ -32,10 +34,11 @@ Report rope_equals_reference(const OpTable& t);
 Report swiglu_add_equal_reference(const OpTable& t);
 /// One key's score exceeds every other by more than 104, so every other weight is exp(<-104)
 /// = 0 in any order: the output is that key's value row and the reference's, bit for bit
-/// (the key before, on and after block and split edges; 300 keys).
+/// (the key before, on and after each key block's and split's edge, edges.hpp; a partial
+/// fifth block).
 Report attention_dominant_key_equals_reference(const OpTable& t);
 /// q = 0: every weight is 1/n, exact for n a power of two, and so are the sums of integer
-/// values: the reference's bits for n = 1 .. 512 (up to eight blocks or splits), GQA 4 / 2.
+/// values: the reference's bits for n = 1, 2, 4 and 1, 2, 4, 8 key blocks or splits, GQA 4 / 2.
 Report attention_uniform_equals_reference(const OpTable& t);
 
 // ---- Within the proven bounds of the reference (B10: |opt - ref| <= B_ref + B_opt)
