@@ -10,6 +10,7 @@
 // failed (or nothing was checked), 2 bad input or a bad library.
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <rapidcheck.h>
 #include <unistd.h>
 
@@ -30,6 +31,7 @@
 #include "gate/gate_isolate.hpp"
 #include "gate/junit.hpp"
 #include "gate/runner.hpp"
+#include "optimized/composed/op_set.hpp"
 #include "optimized/composed/plugin.hpp"
 #include "reference/error.hpp"
 #include "reference/strict.hpp"
@@ -221,7 +223,9 @@ Command add_gate(CLI::App& app) {
   auto a = std::make_shared<GateArgs>();
   auto* c = app.add_subcommand("gate", "Check a kernel library (include/akv/kernels.h): per-op invariance and accuracy, then E1 and I1 through the composed model");
   c->add_option("--kernels", a->kernels, "The kernel library (a shared object exporting akv_get_kernels); required but with --list")->check(nonempty());
-  c->add_option("--ops", a->ops, "Ops to take from the library, comma-separated: matmul, rmsnorm, rope, attention, swiglu, add, evict (default: all it provides; the rest run on the reference)")
+  c->add_option("--ops", a->ops,
+                fmt::format("Ops to take from the library, comma-separated: {} (default: all it provides; the rest run on the reference)",
+                            fmt::join(op_names(), ", ")))
       ->check(nonempty());
   c->add_option("--cases", a->opt.cases, "RapidCheck cases per op property")->capture_default_str()->check(decimal(1, 1000000));
   c->add_option("--e2e-cases", a->opt.e2e_cases, "Cases per end-to-end property (default: --cases / 5, at least 1)")->check(decimal(1, 1000000));

@@ -53,7 +53,7 @@ Outcome run_property(const PropertyDef& p, const Context& ctx, const rc::detail:
   const check::ReproduceMap replay = reproduce.empty() ? check::configured_replay() : check::parse_reproduce(reproduce);
   Outcome o;
   static_cast<check::RcResult&>(o) = check::run_rc(
-      check::RcProperty{.id = rc_id(p, ctx.backend), .description = p.summary, .params = params, .listener = listener, .replay = &replay},
+      check::RcProperty{.id = rc_id(p, ctx.backend), .description = p.summary, .params = params, .listener = listener, .replay = &replay, .around = {}},
       testable);
   set_backend_factory(nullptr);
   use_backend_draws({});
