@@ -12,16 +12,8 @@ static void attention(void* ctx, float* out, size_t ldo, const float* q, size_t 
                       size_t ldkv, const uint8_t* mask, int32_t M, int32_t pos0, int32_t heads, int32_t kv_heads,
                       int32_t head_dim, float scale, float* scratch) {
   (void)ctx;
-  const int32_t group = heads / kv_heads;
-  float* att = scratch;
-  float* acc = scratch + pos0 + M;
-  for (int32_t m = 0; m < M; ++m)
-    for (int32_t h = 0; h < heads; ++h) {
-      const size_t kv = (size_t)(h / group) * (size_t)head_dim;
-      sb_attention_head(out + (size_t)m * ldo + (size_t)h * (size_t)head_dim,
-                        q + (size_t)m * ldq + (size_t)h * (size_t)head_dim, k + kv, v + kv, ldkv, mask, pos0 + m + 1,
-                        pos0, head_dim, scale, att, acc, block_start_at_call);
-    }
+  sb_attention_blocked(out, ldo, q, ldq, k, v, ldkv, mask, M, pos0, heads, kv_heads, head_dim, scale, scratch,
+                       block_start_at_call);
 }
 
 const akv_kernels* akv_get_kernels(void) {

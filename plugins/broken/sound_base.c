@@ -162,10 +162,10 @@ void sb_attention_head(float* out, const float* q, const float* k, const float* 
   for (int32_t i = 0; i < head_dim; ++i) out[i] = out[i] + acc[i];
 }
 
-void sb_attention(void* ctx, float* out, size_t ldo, const float* q, size_t ldq, const float* k, const float* v,
-                  size_t ldkv, const uint8_t* mask, int32_t M, int32_t pos0, int32_t heads, int32_t kv_heads,
-                  int32_t head_dim, float scale, float* scratch) {
-  (void)ctx;
+void sb_attention_blocked(float* out, size_t ldo, const float* q, size_t ldq, const float* k, const float* v,
+                          size_t ldkv, const uint8_t* mask, int32_t M, int32_t pos0, int32_t heads, int32_t kv_heads,
+                          int32_t head_dim, float scale, float* scratch,
+                          int (*block_start)(int32_t p, int32_t pos0, int32_t n_pos)) {
   const int32_t group = heads / kv_heads;
   float* att = scratch;
   float* acc = scratch + pos0 + M;
@@ -174,8 +174,16 @@ void sb_attention(void* ctx, float* out, size_t ldo, const float* q, size_t ldq,
       const size_t kv = (size_t)(h / group) * (size_t)head_dim;
       sb_attention_head(out + (size_t)m * ldo + (size_t)h * (size_t)head_dim,
                         q + (size_t)m * ldq + (size_t)h * (size_t)head_dim, k + kv, v + kv, ldkv, mask, pos0 + m + 1,
-                        pos0, head_dim, scale, att, acc, sb_block_start_absolute);
+                        pos0, head_dim, scale, att, acc, block_start);
     }
+}
+
+void sb_attention(void* ctx, float* out, size_t ldo, const float* q, size_t ldq, const float* k, const float* v,
+                  size_t ldkv, const uint8_t* mask, int32_t M, int32_t pos0, int32_t heads, int32_t kv_heads,
+                  int32_t head_dim, float scale, float* scratch) {
+  (void)ctx;
+  sb_attention_blocked(out, ldo, q, ldq, k, v, ldkv, mask, M, pos0, heads, kv_heads, head_dim, scale, scratch,
+                       sb_block_start_absolute);
 }
 
 int32_t sb_evict(void* ctx, const akv_cache_view* cache, int32_t begin, int32_t end) {

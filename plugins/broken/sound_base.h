@@ -68,6 +68,14 @@ void sb_attention_head(float* out, const float* q, const float* k, const float* 
                        int32_t n_pos, int32_t pos0, int32_t head_dim, float scale, float* att, float* acc,
                        int (*block_start)(int32_t p, int32_t pos0, int32_t n_pos));
 
+/** sb_attention with the key blocks' boundaries at the positions p where block_start(p, pos0,
+ *  n_pos) != 0: every query row and head through sb_attention_head, att and acc in scratch
+ *  (scratch_floats' attention size). A defect in the blocks passes its own block_start. */
+void sb_attention_blocked(float* out, size_t ldo, const float* q, size_t ldq, const float* k, const float* v,
+                          size_t ldkv, const uint8_t* mask, int32_t M, int32_t pos0, int32_t heads, int32_t kv_heads,
+                          int32_t head_dim, float scale, float* scratch,
+                          int (*block_start)(int32_t p, int32_t pos0, int32_t n_pos));
+
 /** The base's block boundaries: multiples of SB_KEY_BLOCK in absolute position (GT2). */
 int sb_block_start_absolute(int32_t p, int32_t pos0, int32_t n_pos);
 
