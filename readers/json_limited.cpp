@@ -80,12 +80,21 @@ json parse_json_limited(std::string_view text, const JsonLimits& limits, const J
 
 json read_json_file(const std::string& path, const JsonLimits& limits, const JsonSource& source) {
   std::error_code ec;
-  const uintmax_t size = std::filesystem::file_size(path, ec);  // a directory or a missing file fails here
-  if (ec) fail(source, "cannot be read: " + ec.message());
-  if (size > limits.max_bytes) fail(source, over_limit(size, limits));  // before a huge file is read into memory
+  if (std::filesystem::is_directory(path, ec)) fail(source, "cannot be read: Is a directory");
+  if (std::filesystem::is_regular_file(path, ec)) {  // its size is known: refused before it is read
+    const uintmax_t size = std::filesystem::file_size(path, ec);
+    if (!ec && size > limits.max_bytes) fail(source, over_limit(size, limits));
+  }
   std::ifstream f(path, std::ios::binary);
-  const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  if (!f.is_open() || f.bad()) fail(source, std::string("cannot be read: ") + std::strerror(errno));
+  if (!f.is_open()) fail(source, std::string("cannot be read: ") + std::strerror(errno));
+  // A pipe's size is not known: read to one block past the limit, so an endless one is refused.
+  std::string text;
+  char buf[1 << 16];
+  while (f.read(buf, sizeof buf) || f.gcount() > 0) {
+    text.append(buf, static_cast<size_t>(f.gcount()));
+    if (text.size() > limits.max_bytes) fail(source, over_limit(text.size(), limits));
+  }
+  if (f.bad()) fail(source, std::string("cannot be read: ") + std::strerror(errno));
   return parse_json_limited(text, limits, source);
 }
 

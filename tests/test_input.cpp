@@ -1,6 +1,7 @@
 // Every message shape and field a real transcript carries (spec/input.md IN1-IN3, IN7):
 // serialised, rejected naming it, or ignored and listed; parser limits.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <atomic>
 #include <filesystem>
@@ -10,6 +11,7 @@
 
 #include "optimized/cpu/thread_pool.hpp"
 #include "readers/conversation/chat_parse.hpp"
+#include "readers/json_limited.hpp"
 #include "reference/chat.hpp"
 #include "reference/error.hpp"
 #include "reference/strict.hpp"
@@ -183,6 +185,35 @@ TEST(IN3_ParserLimits, NulByteIsMalformedNotTheEndOfInput) {
 TEST(IN3_ParserLimits, OversizedTextIsRejectedBeforeParsing) {
   const std::string big(kMaxConversationBytes + 1, ' ');
   expect_rejected(big, "more than the limit");
+}
+
+// A JSON file given as a pipe (akv verify <(...), /dev/stdin) is read, under the same limit.
+TEST(IN3_ParserLimits, AJsonFileFromAPipeIsReadUpToItsLimit) {
+  const std::string fifo = ::testing::TempDir() + "in3_json_fifo";
+  std::filesystem::remove(fifo);
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  const model::JsonLimits limits{64, 4, "spec/input.md IN3"};
+  const model::JsonSource source{ErrorCode::kBadInput, "the pipe", nullptr};
+  auto feed = [&](const std::string& bytes) {
+    return std::thread([&fifo, bytes] {
+      std::FILE* f = std::fopen(fifo.c_str(), "wb");
+      if (f) std::fwrite(bytes.data(), 1, bytes.size(), f), std::fclose(f);
+    });
+  };
+  std::thread w = feed(R"({"a": [1, 2]})");
+  EXPECT_EQ(model::read_json_file(fifo, limits, source), json::parse(R"({"a": [1, 2]})"));
+  w.join();
+  w = feed(std::string(1000, ' ') + "{}");
+  try {
+    (void)model::read_json_file(fifo, limits, source);
+    ADD_FAILURE() << "a pipe past the limit was read";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kBadInput);
+    EXPECT_NE(std::string(e.what()).find("the pipe"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("more than the limit"), std::string::npos) << e.what();
+  }
+  w.join();
+  std::filesystem::remove(fifo);
 }
 
 // IN7: errors name the real problem.

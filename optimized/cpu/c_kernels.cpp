@@ -86,8 +86,21 @@ CpuKernelTable::CpuKernelTable(Isa isa, int threads) : name_(std::string("cpu-")
   k_ = &kernels_for(isa);
   pool_ = std::make_unique<ThreadPool>(threads);
   using O = CpuTableOps;
-  t_ = akv_kernels{AKV_KERNELS_ABI_VERSION, name_.c_str(), AKV_OP_ALL & ~AKV_OP_EVICT, this, O::set_threads, nullptr,
-                   O::prepare, O::release, O::matmul, O::rmsnorm, O::rope, O::swiglu, O::add, O::attention, nullptr};
+  t_ = akv_kernels{.abi_version = AKV_KERNELS_ABI_VERSION,
+                   .name = name_.c_str(),
+                   .provides = AKV_OP_ALL & ~AKV_OP_EVICT,
+                   .ctx = this,
+                   .set_threads = O::set_threads,
+                   .scratch_floats = nullptr,
+                   .prepare_weight = O::prepare,
+                   .release_weight = O::release,
+                   .matmul = O::matmul,
+                   .rmsnorm = O::rmsnorm,
+                   .rope = O::rope,
+                   .swiglu = O::swiglu,
+                   .add = O::add,
+                   .attention = O::attention,
+                   .evict = nullptr};
 }
 
 }  // namespace akv::cpu

@@ -18,7 +18,7 @@ namespace akv::cpu {
 struct CpuOptions {
   std::string isa = "auto";  // portable | avx2 | avx512 | avx512_simde | auto ($AKV_ISA, else the best native)
   int threads = 0;           // 0: $AKV_THREADS if set, else 2
-  /// Test seam (K13, K14, the property suite's mutants in tests/properties/mutants.hpp): this
+  /// Test seam (K13, K14: tests/test_simde.cpp, the localiser's replays in localise.cpp): this
   /// kernel table in place of the ISA's; `isa` is ignored; it must outlive the backend.
   const Kernels* kernels = nullptr;
 };

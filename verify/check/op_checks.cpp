@@ -75,7 +75,7 @@ Report rmsnorm_integers_equal_reference(const OpTable& t) {
   constexpr int kRows = 64;
   std::vector<int> e(kRows);
   for (int i = 0; i < kRows; ++i) e[i] = i % 4 == 3 ? (i * 37) % 81 - 40 : -(i % 7);
-  std::vector<int> widths = boundaries(reduction_lanes(), {1, 2});
+  std::vector<int> widths = boundaries(reduction_lanes(), {1, 2, 4, 24});
   widths.insert(widths.end(), {1, 3, 5, 7, 8});
   for (int w : layer_widths())
     if (w <= 2048) widths.push_back(w);

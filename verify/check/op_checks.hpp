@@ -23,7 +23,7 @@ namespace akv::check {
 Report matmul_integers_equal_reference(const OpTable& t);
 /// Rows of small integers times a power of two (an exact sum of squares, exact_square_rows):
 /// RMSNorm equals the reference bitwise, M7's operations after ss (ss / n, not ss * (1/n)):
-/// 64 rows at each width 1, 3, 5, 7, 8, either side of one and two lane sets of
+/// 64 rows at each width 1, 3, 5, 7, 8, either side of 1, 2, 4 and 24 lane sets of
 /// every row reduction (edges.hpp), and the real layers' widths to 2048 (192, 576, 1536), two eps.
 Report rmsnorm_integers_equal_reference(const OpTable& t);
 /// RoPE equals the reference bitwise: head_dim 8, 32, 64, 70, 3 heads, 40 rows from positions
