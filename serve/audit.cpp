@@ -103,15 +103,34 @@ std::string check_line(const json& j, std::map<std::string, std::unique_ptr<Engi
   return "";
 }
 
+// Reads a JSON text without keeping it (nlohmann-json's SAX parse is iterative and builds
+// nothing): only where the parser stopped is recorded.
+struct WhereItStops final : json::json_sax_t {
+  size_t stopped_at = std::string::npos;  // npos: the text parsed
+  bool null() override { return true; }
+  bool boolean(bool) override { return true; }
+  bool number_integer(number_integer_t) override { return true; }
+  bool number_unsigned(number_unsigned_t) override { return true; }
+  bool number_float(number_float_t, const string_t&) override { return true; }
+  bool string(string_t&) override { return true; }
+  bool binary(binary_t&) override { return true; }
+  bool start_object(std::size_t) override { return true; }
+  bool key(string_t&) override { return true; }
+  bool end_object() override { return true; }
+  bool start_array(std::size_t) override { return true; }
+  bool end_array() override { return true; }
+  bool parse_error(std::size_t position, const std::string&, const nlohmann::detail::exception&) override {
+    stopped_at = position;
+    return false;
+  }
+};
+
 // A line a kill cut while it was written: an audit line's start that ends before its JSON does.
 bool cut_line(const std::string& text) {
   if (text.rfind("{\"akv", 0) != 0) return false;
-  try {
-    (void)json::parse(text);  // the value is dropped unread: only where the parser stopped counts
-    return false;
-  } catch (const json::parse_error& e) {
-    return e.byte >= text.size();  // the parser ran out of bytes, nothing else was wrong
-  }
+  WhereItStops w;
+  (void)json::sax_parse(text, &w);
+  return w.stopped_at != std::string::npos && w.stopped_at >= text.size();  // ran out of bytes, nothing else wrong
 }
 }  // namespace
 
