@@ -226,16 +226,17 @@ Plan plan_eviction(const Conversation& conv, const WitnessOptions& opt, const Ch
 
 WitnessReport run_witness(const Conversation& conv, const WitnessOptions& opt, const BackendFactory& make,
                           const BackendFactory& make_cross) {
-  // Bad input is refused before the model loads.
-  if (opt.policy != EvictPolicy::kExact && !opt.approximate)
-    throw Error(ErrorCode::kBadInput, fmt::format("policy {}: no approximate eviction given (WitnessOptions::approximate)",
-                                                  policy_name(opt.policy)));
+  // The request's bad input is refused before the model loads; a policy without its eviction (a
+  // library caller's mistake) after the plan, so that the request's own problem is named first.
   if (opt.redact.empty()) (void)checked_evict_indexes(conv, opt.evict);
   else if (opt.evict.empty() && opt.policy == EvictPolicy::kExact) (void)redacted(conv, opt.redact);
   const LoadedModel lm = load_model(opt.model, opt.seed);
   const auto& model = lm.model;
   const EncodedConversation enc = lm.encoder->encode(conv);
   const Plan plan = opt.redact.empty() ? plan_eviction(conv, opt, *lm.encoder, enc) : plan_redaction(conv, opt, *lm.encoder, enc);
+  if (opt.policy != EvictPolicy::kExact && !opt.approximate)
+    throw Error(ErrorCode::kBadInput, fmt::format("policy {}: no approximate eviction given (WitnessOptions::approximate)",
+                                                  policy_name(opt.policy)));
   const std::set<size_t>& doomed = plan.doomed;
   const size_t total = enc.tokens();
   for (const size_t n : {total, plan.never.tokens()})
