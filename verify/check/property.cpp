@@ -3,7 +3,9 @@
 namespace akv::check {
 
 Report check_property(const std::string& id, const std::function<void()>& body) {
-  const RcResult result = run_rc(RcProperty{.id = id, .description = id, .params = default_params(), .listener = nullptr, .replay = nullptr, .around = {}}, body);
+  RcProperty p;  // RapidCheck's configured parameters, listener and replay map
+  p.id = p.description = id;
+  const RcResult result = run_rc(p, body);
   Report r;
   r.expect(result.passed, result.message, id);
   if (result.passed)
