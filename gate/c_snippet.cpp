@@ -257,7 +257,7 @@ std::string c_snippet(const std::string& property, const std::string& summary, c
     const int M = I("M"), heads = I("heads"), hd = I("head_dim");
     std::vector<int32_t> pos;
     for (const auto& p : c["pos"]) pos.push_back(p.get<int32_t>());
-    const RopeTable tab = make_rope_table(hd, 10000.0f, 4096);  // the gate's one table (op_props.cpp rope_table)
+    const RopeTable tab = make_rope_table(hd, 10000.0f, 4096);  // the gate's one table (verify/check/op_props.cpp rope_table)
     Vec cr, sr;
     int max_pos = 1;
     for (int32_t p : pos) {

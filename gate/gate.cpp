@@ -17,7 +17,7 @@
 #include "gate/c_snippet.hpp"
 #include "gate/environment.hpp"
 #include "gate/message.hpp"
-#include "gate/op_props.hpp"
+#include "verify/check/op_props.hpp"
 #include "verify/check/rc_runner.hpp"
 #include "verify/models.hpp"
 #include "verify/props/counterexample.hpp"
@@ -34,6 +34,7 @@ rc::detail::TestParams params(const Options& o, int cases) {
   return p;
 }
 
+using check::OpProperty;
 using check::ReproduceMap;
 constexpr double kNoBudget = std::numeric_limits<double>::infinity();
 
@@ -145,6 +146,17 @@ void write_file(Check& c, const Options& o, const std::string& body) {
   c.counterexample_bytes = static_cast<long>(body.size());
 }
 
+// The registry's properties the gate runs (op_props.hpp: the GT2 and GT3 ones), in its order.
+const std::vector<const OpProperty*>& gate_properties() {
+  static const std::vector<const OpProperty*> all = [] {
+    std::vector<const OpProperty*> v;
+    for (const OpProperty& p : check::op_properties())
+      if (p.gate) v.push_back(&p);
+    return v;
+  }();
+  return all;
+}
+
 // A check before it runs: id, op, kind and summary (run_op, run_e2e and describe_check).
 Check op_skeleton(const OpProperty& p) { return Check{p.id, op_list(p.op), p.kind, p.summary}; }
 Check e2e_skeleton(const std::string& id, const prop::PropertyDef& def) {
@@ -160,7 +172,7 @@ struct OpRun {
   bool stopped = false;
 };
 
-OpRun run_op_once(const OpProperty& p, const OpSet& s, const Options& o, const ReproduceMap& replay, double budget_s) {
+OpRun run_op_once(const OpProperty& p, const check::OpTable& t, const Options& o, const ReproduceMap& replay, double budget_s) {
   OpRun r;
   Budget budget(budget_s);
   check::RcProperty rp{.id = p.id,  // the check's id alone: a replay on a new build of the library (another name) still applies
@@ -169,18 +181,21 @@ OpRun run_op_once(const OpProperty& p, const OpSet& s, const Options& o, const R
                        .listener = &check::quiet_listener(),  // the gate reports through its own Check lines
                        .replay = &replay,
                        .around = [&](const std::function<void()>& body) {
-                         note_op_case(nullptr, "");
+                         check::note_op_case(nullptr, "");
                          budget.run(body);
                        }};
   r.result = check::run_rc(rp, [&] {
-    check::on_case_failure([&] { p.body(s); }, [&] { r.failed_case = noted_case(), r.failed_shape = noted_shape(); });
+    check::on_case_failure([&] { p.body(t); }, [&] { r.failed_case = check::noted_case(), r.failed_shape = check::noted_shape(); });
   });
   r.ran = budget.ran();
   r.stopped = budget.stopped();
   return r;
 }
 
-Check run_op(const OpProperty& p, const OpSet& s, const Options& o) {
+// The library's table viewed as an op table (ops.hpp): its attention held to any conforming
+// kernel's B14 counts.
+Check run_op(const OpProperty& p, const check::OpTable& t, const Options& o) {
+  const OpSet& s = *t.set;
   const auto t0 = std::chrono::steady_clock::now();
   Check c = op_skeleton(p);
   c.target_cases = o.cases;
@@ -189,7 +204,7 @@ Check run_op(const OpProperty& p, const OpSet& s, const Options& o) {
     c.message = "served by the reference: the library does not provide it, or --ops left it out";
     return c;
   }
-  if (const std::string why = p.applies(s); !why.empty()) {
+  if (const std::string why = p.applies(t); !why.empty()) {
     c.result = "skipped";
     c.message = why;
     return c;
@@ -200,7 +215,7 @@ Check run_op(const OpProperty& p, const OpSet& s, const Options& o) {
   auto seconds = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
   OpRun r;
   if (replay) {
-    auto first = replay_case(c, o, [&] { return run_op_once(p, s, o, configured, kNoBudget); },
+    auto first = replay_case(c, o, [&] { return run_op_once(p, t, o, configured, kNoBudget); },
                              [](const OpRun& x) { return x.result.failed; });
     if (!first) {
       c.seconds = seconds();
@@ -208,7 +223,7 @@ Check run_op(const OpProperty& p, const OpSet& s, const Options& o) {
     }
     r = std::move(*first);
   } else {
-    r = run_op_once(p, s, o, configured, o.budget_s);
+    r = run_op_once(p, t, o, configured, o.budget_s);
   }
   if (r.result.passed) {
     passed(c, r.ran, r.stopped, o.budget_s);
@@ -233,7 +248,7 @@ Check run_op(const OpProperty& p, const OpSet& s, const Options& o) {
       c.c_snippet = write_out(o, c.property + ".c", snippet);
     if (!replay) {  // the shrunk case again: does it always fail?
       for (; c.reruns < o.reruns && seconds() < 3 * o.budget_s; ++c.reruns)
-        if (run_op_once(p, s, o, r.result.failing, kNoBudget).result.failed) ++c.reproduced;
+        if (run_op_once(p, t, o, r.result.failing, kNoBudget).result.failed) ++c.reproduced;
     }
     c.message += rerun_note(c, replay);
   }
@@ -363,7 +378,8 @@ std::vector<Check> run_gate(std::shared_ptr<const OpSet> ops, const Options& o, 
     if (progress) progress(c);
     out.push_back(std::move(c));
   };
-  for (const OpProperty& p : op_properties()) add(run_op(p, *ops, o));
+  const check::OpTable t = check::plugin_op_table(ops);
+  for (const OpProperty* p : gate_properties()) add(run_op(*p, t, o));
   if (ops->has_threads()) ops->set_threads(1);
   for (const char* id : kEndToEnd) add(run_e2e(id, ops, o));
   return out;
@@ -386,7 +402,7 @@ int e2e_cases(const Options& o) { return o.e2e_cases > 0 ? o.e2e_cases : std::ma
 
 std::vector<std::string> check_ids() {
   std::vector<std::string> ids;
-  for (const OpProperty& p : op_properties()) ids.push_back(p.id);
+  for (const OpProperty* p : gate_properties()) ids.push_back(p->id);
   for (const char* id : kEndToEnd) ids.push_back(std::string("GT4.") + id);
   return ids;
 }
@@ -402,8 +418,8 @@ namespace {
 
 Check run_check(const std::string& property, std::shared_ptr<const OpSet> ops, const Options& o) {
   if (o.cases < 1) throw Error(ErrorCode::kBadInput, "--cases must be >= 1");
-  for (const OpProperty& p : op_properties())
-    if (p.id == property) return run_op(p, *ops, o);
+  for (const OpProperty* p : gate_properties())
+    if (p->id == property) return run_op(*p, check::plugin_op_table(ops), o);
   for (const char* id : kEndToEnd)
     if (property == std::string("GT4.") + id) {
       if (ops->has_threads()) ops->set_threads(1);  // as run_gate: the end-to-end draws set their own
@@ -413,8 +429,8 @@ Check run_check(const std::string& property, std::shared_ptr<const OpSet> ops, c
 }
 
 Check describe_check(const std::string& property) {
-  for (const OpProperty& p : op_properties())
-    if (p.id == property) return op_skeleton(p);
+  for (const OpProperty* p : gate_properties())
+    if (p->id == property) return op_skeleton(*p);
   for (const char* id : kEndToEnd)
     if (property == std::string("GT4.") + id) {
       const prop::PropertyDef* def = prop::find_property(id);

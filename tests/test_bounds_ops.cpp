@@ -16,6 +16,7 @@
 #include "reference/rope.hpp"
 #include "verify/bounds/op_bounds.hpp"
 #include "verify/check/op_checks.hpp"
+#include "verify/check/op_props.hpp"
 #include "verify/oracle/exact_sum.hpp"
 #include "verify/oracle/real.hpp"
 
@@ -267,7 +268,7 @@ RC_GTEST_PROP(B10_CrossBackend, SecondOrderWithinBoundAndTwiceBoundOfReference, 
 }
 
 namespace {
-// B14 against the exact value, written once (verify/check/op_checks), per op table.
+// B14 against the exact value, written once (verify/check/op_props, op_checks), per op table.
 class ExactAttention : public test::OpTableTest {};
 
 // Increasing scores p / (64 sqrt 8), p < 640: the running max rises in every block, so every
@@ -283,10 +284,11 @@ check::AttnInput increasing_scores() {
 }  // namespace
 
 TEST_P(ExactAttention, WithinItsBoundOfExact) {
-  // Random and adversarial heads (near-uniform scores with subnormal products, scores spread
-  // over hundreds so exps underflow, cancelling keys, values of every family), n <= 300 keys
-  // (up to 5 online blocks / splits), against MPFR.
-  test::expect_passed(check::attention_within_b14_of_exact(table()));
+  // The suite's GT3.attention.bound with this table's own counts: random and adversarial
+  // heads (near-uniform scores with subnormal products, scores spread over hundreds so exps
+  // underflow, cancelling keys, values of every family), up to 304 keys (up to 5 online
+  // blocks / splits), GQA, every head dim the kernels dispatch on, against MPFR.
+  test::expect_passed(check::run_op_property(table(), "GT3.attention.bound"));
 }
 
 TEST_P(ExactAttention, LongReductionsWithinBoundOfExact) {

@@ -2,7 +2,7 @@
 // machine has. Each spec_* below is the clause's text written as plain scalar code, apart from
 // the kernels; equality is memcmp. The checks every backend shares (the reference's bits on
 // exact inputs, K5, K6, and K12: every op within the proven bounds of the reference) are
-// written once in verify/check/op_checks and run per ISA by test_op_checks.cpp.
+// written once in verify/check/op_props and op_checks and run per ISA by test_op_checks.cpp.
 #include <gtest/gtest.h>
 
 #include <cmath>

@@ -2,7 +2,7 @@
 // functions (spec/kernels-cuda.md G2-G5): the fixed orders are the documented ones, and nothing
 // depends on rows, tiles or chunk boundaries. The checks every backend shares (the reference's
 // bits on exact inputs, G4, G6, and G11: every op within the proven bounds of the reference)
-// are written once in verify/check/op_checks and run on cuda-emu by test_op_checks.cpp; the device
+// are written once in verify/check/op_props and op_checks and run on cuda-emu by test_op_checks.cpp; the device
 // runs the same bits (G10).
 #include <gtest/gtest.h>
 

@@ -19,17 +19,16 @@
 #include "cli_support.hpp"
 #include "support.hpp"
 #include "optimized/composed/plugin.hpp"
-#include "optimized/cpu/c_kernels.hpp"
 #include "optimized/cpu/kernels.hpp"
-#include "optimized/cuda/emu/c_kernels.hpp"
 #include "reference/c_kernels.hpp"
 #include "reference/error.hpp"
 #include "gate/check_list.hpp"
 #include "gate/gate.hpp"
 #include "gate/junit.hpp"
 #include "gate/message.hpp"
-#include "gate/op_props.hpp"
-#include "gate/shapes.hpp"
+#include "verify/check/op_props.hpp"
+#include "verify/check/ops.hpp"
+#include "verify/check/op_shapes.hpp"
 
 namespace akv {
 namespace {
@@ -225,16 +224,16 @@ TEST(GT3_GateAccuracy, AnElementwiseFailureShrinksToItsSmallestLength) {
 }
 
 TEST(GT2_GateShapes, DrawnShapesReachPrefillChunksRealLayersAndPathSwitches) {
-  const std::vector<int> m = gate::row_boundaries(), w = gate::width_boundaries(), l = gate::layer_widths();
+  const std::vector<int> m = check::row_boundaries(), w = check::width_boundaries(), l = check::layer_widths();
   EXPECT_EQ(m.front(), 1);
-  EXPECT_EQ(m.back(), gate::kPrefillChunk + 1);
+  EXPECT_EQ(m.back(), check::kPrefillChunk + 1);
   for (int x : {31, 32, 33, 63, 64, 65}) EXPECT_NE(std::find(m.begin(), m.end(), x), m.end()) << x;
   for (int x : {cpu::kLanes - 1, cpu::kLanes + 1, cpu::kMatmulBlock - 1, cpu::kMatmulBlock + 1, 4 * cpu::kMatmulBlock + 1})
     EXPECT_NE(std::find(w.begin(), w.end(), x), w.end()) << x;
   for (int x : {192, 576, 1536, 2048, 4096, 8192}) EXPECT_NE(std::find(l.begin(), l.end(), x), l.end()) << x;
-  EXPECT_EQ(gate::cap_rows(512, 8192, 1 << 22), 512);
-  EXPECT_EQ(gate::cap_rows(512, 8192 * 40, 1 << 24), 51);
-  EXPECT_EQ(gate::cap_rows(5, 1 << 30, 1 << 22), 1);
+  EXPECT_EQ(check::cap_rows(512, 8192, 1 << 22), 512);
+  EXPECT_EQ(check::cap_rows(512, 8192 * 40, 1 << 24), 51);
+  EXPECT_EQ(check::cap_rows(5, 1 << 30, 1 << 22), 1);
 }
 
 TEST(GT3_GateAccuracy, ContractedRopeFailsBitwise) {
@@ -530,15 +529,16 @@ TEST(O5_WitnessKernels, AThreadDefectFailsOnlyAcrossThreadCounts) {
 // ---- GT9: akv's own tables pass every op property that applies
 
 TEST(GT9_OwnTables, PassEveryOpProperty) {
-  std::vector<std::shared_ptr<const OpSet>> sets{set_of(reference_kernels()), set_of(cuda::emu::emu_kernels())};
-  std::vector<std::unique_ptr<cpu::CpuKernelTable>> keep;
-  for (cpu::Isa isa : cpu::supported_isas()) {
-    keep.push_back(std::make_unique<cpu::CpuKernelTable>(isa, 1));
-    sets.push_back(set_of(keep.back()->table()));
-  }
+  // Every table akv knows (check::op_tables: the reference, the cpu kernels per ISA this CPU
+  // has, cuda-emu), each as the gate loads a library: its C ABI table.
+  std::vector<std::shared_ptr<const OpSet>> sets;
+  for (const check::OpTable& t : check::op_tables())
+    if (t.unavailable.empty()) sets.push_back(t.set);
+  ASSERT_GE(sets.size(), 3u);
   for (const auto& s : sets) {
     uint32_t passed = 0;
-    for (const gate::OpProperty& p : gate::op_properties()) {
+    for (const check::OpProperty& p : check::op_properties()) {
+      if (!p.gate) continue;
       const gate::Check c = gate::run_check(p.id, s, opts(30));
       EXPECT_NE(c.result, "fail") << s->name() << " " << p.id << ": " << c.message;
       if (c.result == "pass") passed |= p.op;

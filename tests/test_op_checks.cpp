@@ -1,6 +1,6 @@
-// The per-op checks of verify/check/op_checks.hpp, written once, instantiated per op table
-// under each backend's clauses: the cpu kernels on every ISA (K1, K3-K6, K12), cuda-emu
-// (G2-G6, G11). Names read `K12_Bounds/Matmul.RowsDotAndScoresWithinTwiceB1AndB4/avx512`
+// The per-op edge tables of verify/check/op_checks.hpp and the accuracy properties of the one
+// per-op suite (verify/check/op_props.hpp), written once, instantiated per op table under each
+// backend's clauses: the cpu kernels on every ISA (K1, K3-K6, K12), cuda-emu (G2-G6, G11). Names read `K12_Bounds/Matmul.WithinB1OfExactAndRowsDotAndScoresWithinTwiceB1AndB4/avx512`
 // (clause / op . check / table); a table this machine lacks is SKIPPED, never passed. The
 // backend-specific orders (K1 chain, K2 dot, K4 blocks, G3 tree) stay in test_cpu_kernels.cpp
 // and test_cuda_arith.cpp; B14 against the exact value is in test_bounds_ops.cpp.
@@ -8,6 +8,7 @@
 
 #include "harness_support.hpp"
 #include "verify/check/op_checks.hpp"
+#include "verify/check/op_props.hpp"
 
 using namespace akv;
 using test::expect_passed;
@@ -34,22 +35,34 @@ TEST_P(AttentionBits, OneDominantKeyEqualsTheReference) {
 }
 TEST_P(AttentionBits, UniformScoresEqualTheReference) { expect_passed(check::attention_uniform_equals_reference(table())); }
 
-// ---- Within the proven bounds of the reference (spec/bounds.md B10, B14)
+// ---- Within the proven bounds (spec/bounds.md B1, B2, B9, B10, B14): the suite's properties
+
+// Each property by id on this table (run_op_property: RapidCheck, at least kMinCases cases).
+void expect_properties(const check::OpTable& t, std::initializer_list<const char*> ids) {
+  for (const char* id : ids) {
+    SCOPED_TRACE(id);
+    expect_passed(check::run_op_property(t, id));
+  }
+}
 
 class Matmul : public test::OpTableTest {};
-TEST_P(Matmul, RowsDotAndScoresWithinTwiceB1AndB4) { expect_passed(check::matmul_within_bounds(table())); }
+TEST_P(Matmul, WithinB1OfExactAndRowsDotAndScoresWithinTwiceB1AndB4) {
+  expect_properties(table(), {"GT3.matmul.bound", "B10.matmul.reference"});
+}
 
 class RMSNorm : public test::OpTableTest {};
-TEST_P(RMSNorm, WithinTwiceB2) { expect_passed(check::rmsnorm_within_bounds(table())); }
+TEST_P(RMSNorm, WithinTwiceB2AndM7BitwiseOnExactSums) { expect_properties(table(), {"GT3.rmsnorm.bound", "GT3.rmsnorm.exact"}); }
 
 class RopeSwigluAdd : public test::OpTableTest {};
-TEST_P(RopeSwigluAdd, BitwiseTheReference) { expect_passed(check::rope_swiglu_add_bitwise(table())); }
+TEST_P(RopeSwigluAdd, BitwiseTheReference) {
+  expect_properties(table(), {"GT3.rope.bitwise", "GT3.swiglu.bitwise", "GT3.add.bitwise"});
+}
 
 class Attention : public test::OpTableTest {};
-TEST_P(Attention, HeadWithinB14OfReferencePlusOwn) { expect_passed(check::attention_within_bounds(table())); }
+TEST_P(Attention, HeadWithinB14OfReferencePlusOwn) { expect_properties(table(), {"B10.attention.reference"}); }
 
 class Logits : public test::OpTableTest {};
-TEST_P(Logits, WithinTwiceB9) { expect_passed(check::logits_within_bounds(table())); }
+TEST_P(Logits, WithinTwiceB9) { expect_properties(table(), {"B9.logits.reference"}); }
 
 const auto kCpu = ::testing::ValuesIn(check::optimized_op_tables("cpu"));
 const auto kEmu = ::testing::ValuesIn(check::optimized_op_tables("cuda-emu"));

@@ -13,6 +13,7 @@
 #include "optimized/composed/plugin.hpp"
 #include "verify/check/edges.hpp"
 #include "verify/check/op_checks.hpp"
+#include "verify/check/op_props.hpp"
 
 using namespace akv;
 
@@ -56,24 +57,29 @@ TEST(B10_OpCheckTeeth, AMeanTakenAsSsTimesOneOverNFailsTheExactRmsNormCase) {
   const check::OpTable t = check::plugin_op_table(load_kernels(test::broken_kernels("rmsnorm_reciprocal_mean")));
   const check::Report r = check::rmsnorm_integers_equal_reference(t);
   EXPECT_FALSE(r.passed());
-  EXPECT_TRUE(check::rmsnorm_within_bounds(t).passed()) << "the defect is inside the bound: only bits show it";
+  EXPECT_TRUE(check::run_op_property(t, "GT3.rmsnorm.bound").passed()) << "the defect is inside the bound: only bits show it";
+  EXPECT_FALSE(check::run_op_property(t, "GT3.rmsnorm.exact").passed());
 }
 
 TEST(B10_OpCheckTeeth, ARowLeftUnrotatedFailsBothRopeChecks) {
   check::OpTable t = portable();
   const auto intact = t.rope;
   t.label = "mutant";
-  t.rope = [intact](float* x, int M, int heads, int hd, int pos0, const float* cos, const float* sin) {
-    if (M > 1) intact(x, M - 1, heads, hd, pos0, cos, sin);  // the last row keeps its input
+  t.rope = [intact](float* x, int M, int heads, int hd, const int32_t* pos, const float* cos, const float* sin) {
+    if (M > 1) intact(x, M - 1, heads, hd, pos, cos, sin);  // the last row keeps its input
   };
   EXPECT_FALSE(check::rope_equals_reference(t).passed());
-  EXPECT_FALSE(check::rope_swiglu_add_bitwise(t).passed());
+  EXPECT_FALSE(check::run_op_property(t, "GT3.rope.bitwise").passed());
 }
 
 TEST(B10_OpCheckTeeth, AMatmulOutsideTwiceB1FailsTheBoundProperty) {
   // The catalog's off-by-one bound (the last product never summed) and its sound control.
-  EXPECT_TRUE(passed(check::matmul_within_bounds(check::plugin_op_table(load_kernels(test::sound_kernels())))));
-  EXPECT_FALSE(check::matmul_within_bounds(check::plugin_op_table(load_kernels(test::broken_kernels("skip_last_k")))).passed());
+  const check::OpTable sound = check::plugin_op_table(load_kernels(test::sound_kernels()));
+  const check::OpTable broken = check::plugin_op_table(load_kernels(test::broken_kernels("skip_last_k")));
+  for (const char* id : {"B10.matmul.reference", "GT3.matmul.bound"}) {
+    EXPECT_TRUE(passed(check::run_op_property(sound, id))) << id;
+    EXPECT_FALSE(check::run_op_property(broken, id).passed()) << id;
+  }
 }
 
 TEST(B10_OpCheckTeeth, AnAttentionOutputOffItsBoundFailsAgainstExact) {
@@ -87,7 +93,8 @@ TEST(B10_OpCheckTeeth, AnAttentionOutputOffItsBoundFailsAgainstExact) {
     out[0] *= 1.0f + 0x1p-6f;  // the bound on plain values of unit size is about 1e-3
   };
   EXPECT_FALSE(check::attention_long_within_b14_of_exact(t).passed());
-  EXPECT_FALSE(check::attention_within_bounds(t).passed());
+  EXPECT_FALSE(check::run_op_property(t, "B10.attention.reference").passed());
+  EXPECT_FALSE(check::run_op_property(t, "GT3.attention.bound").passed());
 }
 
 TEST(B10_OpCheckTeeth, AVacuousDeclaredRoundingFails) {
@@ -100,7 +107,11 @@ TEST(B10_OpCheckTeeth, AVacuousDeclaredRoundingFails) {
   EXPECT_FALSE(r.passed());
   ASSERT_FALSE(r.failures.empty());
   EXPECT_NE(r.failures[0].find("not finite"), std::string::npos) << r.failures[0];
-  EXPECT_FALSE(check::attention_within_bounds(t).passed());
+  EXPECT_FALSE(check::run_op_property(t, "B10.attention.reference").passed());
+  const check::Report drawn = check::run_op_property(t, "GT3.attention.bound");
+  EXPECT_FALSE(drawn.passed());
+  ASSERT_FALSE(drawn.failures.empty());
+  EXPECT_NE(drawn.failures[0].find("not finite"), std::string::npos) << drawn.failures[0];
 }
 
 TEST(B10_OpCheckTeeth, TheReferenceIsNotComparedWithItself) {

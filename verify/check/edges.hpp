@@ -1,7 +1,7 @@
 // The sizes where a kernel switches tile, block or path, read from the kernels' own constants
 // (optimized/cpu/kernels.hpp, optimized/cuda/arith/), as CUTLASS's testbed derives its problem
-// sizes from the tile shape: the per-op checks (op_checks.hpp) and the gate's drawn shapes
-// (gate/shapes.hpp) take their edge cases from here, never from literals, so a new tile size
+// sizes from the tile shape: the per-op edge tables (op_checks.hpp) and the properties' drawn
+// shapes (op_shapes.hpp) take their edge cases from here, never from literals, so a new tile size
 // is checked once its constant is listed here.
 #pragma once
 #include <initializer_list>

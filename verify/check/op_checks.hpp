@@ -1,9 +1,9 @@
-// The per-op checks, written once for every op table (verify/check/ops.hpp): the reference's
-// bits where the arithmetic is exact, every op within the proven bounds of the reference on
-// random and adversarial inputs (spec/bounds.md B10, B14; spec/kernels-cpu.md K12;
-// spec/kernels-cuda.md G11), and attention within its own B14 bound of the exact (MPFR)
-// value. Each returns a Report; run on the reference table a check against the reference is
-// SKIPPED (it would compare the reference with itself).
+// The per-op edge-case tables, written once for every op table (verify/check/ops.hpp): fixed
+// inputs where the arithmetic is exact, on and either side of the kernels' tile edges, held to
+// the reference's bits, and long attention reductions within B14 of the exact (MPFR) value.
+// The drawn (RapidCheck) per-op properties are op_props.hpp. Each returns a Report; run on the
+// reference table a check against the reference is SKIPPED (it would compare the reference
+// with itself).
 #pragma once
 #include <string>
 
@@ -41,32 +41,18 @@ Report attention_dominant_key_equals_reference(const OpTable& t);
 /// values: the reference's bits for n = 1, 2, 4 and 1, 2, 4, 8 key blocks or splits, GQA 4 / 2.
 Report attention_uniform_equals_reference(const OpTable& t);
 
-// ---- Within the proven bounds of the reference (B10: |opt - ref| <= B_ref + B_opt)
-
-/// Matmul rows within 2 B1 of the reference's; the first output and the dot op within B1 of
-/// the exact (GMP) value; the dot within 2 B1 of the reference's; scores dot * 1/sqrt(n)
-/// within 2 B4 of the reference's. RapidCheck, every family, n up to 4096.
-Report matmul_within_bounds(const OpTable& t);
-/// RMSNorm within 2 B2 of the reference's.
-Report rmsnorm_within_bounds(const OpTable& t);
-/// B3 and B8 hold with distance 0: RoPE, SwiGLU (gates up to +-100) and the residual add are
-/// the reference's operations bit for bit on every family.
-Report rope_swiglu_add_bitwise(const OpTable& t);
-/// One attention head within B14(reference) + B14(this table's rounding) of the reference's
-/// three passes (M9), up to 4096 keys, adversarial scores and values.
-Report attention_within_bounds(const OpTable& t);
-/// The final RMSNorm then the output matmul within 2 B9 of the reference's.
-Report logits_within_bounds(const OpTable& t);
-
 // ---- Within its own bound of the exact value (B14, B12)
 
-/// The distance of t's attention output (one head of `a`) to the exact MPFR value against
-/// t's own B14 bound, which must be finite (a vacuous bound checks nothing). "" or what
-/// failed; each element's error and bound go into *tally when it is not null.
+/// One head's output `out` (a.d,) against the exact MPFR value of a's head at its last
+/// position, within B14 computed with `rounding`, which must be finite (a vacuous bound checks
+/// nothing); the oracle's own error is below 2^-200 of the bound (B12). "" or what failed;
+/// each element's error and bound go into *tally when it is not null.
+std::string head_within_b14_of_exact(const float* out, const AttnInput& a, const bounds::AttnRounding& rounding,
+                                     Closeness* tally);
+/// t's attention output (one head of `a`, M = 1) by head_within_b14_of_exact with t's own
+/// rounding model; a failure starts with t's label. The drawn cases are the property
+/// GT3.attention.bound (op_props.hpp).
 std::string attention_vs_exact(const OpTable& t, const AttnInput& a, Closeness* tally);
-/// attention_vs_exact as a RapidCheck property: n <= 300 keys (up to 5 blocks or splits),
-/// d 8, 16, 32, every score scale and value family.
-Report attention_within_b14_of_exact(const OpTable& t);
 /// attention_vs_exact on 2048 and 4100 keys (31 and 64 rescalings), plain, cancelling and
 /// deep-underflow values; the kernel must round somewhere (some error nonzero).
 Report attention_long_within_b14_of_exact(const OpTable& t);

@@ -48,11 +48,9 @@ OpTable view(std::shared_ptr<const OpSet> ops, std::string label, Rounding round
     const akv_kernels& k = ops->ops();
     k.rmsnorm(k.ctx, out, x, w, M, n, eps);
   };
-  t.rope = [ops](float* x, int M, int heads, int hd, int pos0, const float* cos, const float* sin) {
+  t.rope = [ops](float* x, int M, int heads, int hd, const int32_t* pos, const float* cos, const float* sin) {
     const akv_kernels& k = ops->ops();
-    std::vector<int32_t> pos(static_cast<size_t>(M));
-    for (int r = 0; r < M; ++r) pos[static_cast<size_t>(r)] = pos0 + r;
-    k.rope(k.ctx, x, static_cast<size_t>(heads) * hd, M, heads, hd, pos.data(), cos, sin);
+    k.rope(k.ctx, x, static_cast<size_t>(heads) * hd, M, heads, hd, pos, cos, sin);
   };
   t.attention = [ops, scratch](float* out, const float* q, const float* kk, const float* v, int M, int pos0, int heads,
                                int kvh, int hd) {
@@ -71,6 +69,7 @@ OpTable view(std::shared_ptr<const OpSet> ops, std::string label, Rounding round
     k.add(k.ctx, x, y, n);
   };
   t.attention_rounding = std::move(rounding);
+  t.set = std::move(ops);
   return t;
 }
 

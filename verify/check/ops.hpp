@@ -5,9 +5,10 @@
 // and every plugin's. An OpTable is the in-process view of one, built through one path
 // (a view of an OpSet with a label, a rounding model and a dot): it labels the table, names its
 // rounding model, and holds each op as a std::function, so a test can break one op of an
-// intact table (the checks' teeth) and `akv gate` (gate/op_props) runs on the OpSet itself
-// (threads, scratch, prepared weights).
+// intact table (the checks' teeth); the OpSet itself stays in `set`, for the invariance
+// properties (op_props.hpp) that need threads, scratch or a weight prepared once.
 #pragma once
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -26,6 +27,7 @@ namespace akv::check {
 struct OpTable {
   std::string label;        // a valid test name: "reference", "portable", "avx2", "avx512", "cuda_emu"
   std::string unavailable;  // "" when this build and machine run it; else why not
+  std::shared_ptr<const OpSet> set;  // the kernel table viewed (null when unavailable)
 
   /// Y (M, d) = X (M, n) W^T, W (d, n) (spec/model.md M8).
   std::function<void(float* Y, const float* X, const float* W, int M, int n, int d)> matmul;
@@ -33,9 +35,9 @@ struct OpTable {
   std::function<float(const float* x, const float* y, int n)> dot;
   /// out (M, n) = RMSNorm of each row of x (M, n) with weight w (n,) (M7).
   std::function<void(float* out, const float* x, const float* w, int M, int n, float eps)> rmsnorm;
-  /// Rotates x (M, heads * hd) in place, row r at position pos0 + r, with the one table's
+  /// Rotates x (M, heads * hd) in place, row r at position pos[r] (M,), with the one table's
   /// rows cos, sin (positions, hd / 2) (M6).
-  std::function<void(float* x, int M, int heads, int hd, int pos0, const float* cos, const float* sin)> rope;
+  std::function<void(float* x, int M, int heads, int hd, const int32_t* pos, const float* cos, const float* sin)> rope;
   /// Causal GQA attention (M9) of M queries q (M, heads * hd) at positions pos0 .. pos0+M-1
   /// over cache rows k, v (>= pos0 + M, kv_heads * hd); out (M, heads * hd).
   std::function<void(float* out, const float* q, const float* k, const float* v, int M, int pos0, int heads,

@@ -122,11 +122,13 @@ class Tracer {
     const int hd = c_.head_dim;
     const float* cos = m_.rope->cos_rows(P_ + M_);
     const float* sin = m_.rope->sin_rows(P_ + M_);
+    std::vector<int32_t> pos(static_cast<size_t>(M_));
+    for (int r = 0; r < M_; ++r) pos[static_cast<size_t>(r)] = P_ + r;
     std::vector<Buf> outs = run_each([&](const OpTable& t, Buf& o) {
       o = x;
-      t.rope(o.data(), M_, heads, hd, P_, cos, sin);
+      t.rope(o.data(), M_, heads, hd, pos.data(), cos, sin);
     });
-    reference_ops().rope(x.data(), M_, heads, hd, P_, cos, sin);
+    reference_ops().rope(x.data(), M_, heads, hd, pos.data(), cos, sin);
     bits(op, "B3", layer, outs, x, heads * hd);
   }
 

@@ -1,4 +1,4 @@
-// The shapes the gate's per-op properties draw (spec/gate.md GT2, GT3): the sizes engines call
+// The shapes the per-op properties draw (op_props.hpp; spec/gate.md GT2, GT3): the sizes engines call
 // kernels with (M up to a prefill chunk; the widths of real layers, SmolLM2-135M's and
 // Llama-like ones) and one either side of every size where a kernel switches path (the cpu
 // kernels' dispatch constants, optimized/cpu/kernels.hpp; powers of two for M). Each draw is a
@@ -9,15 +9,13 @@
 
 #include "verify/check/edges.hpp"
 
-namespace akv::gate {
+namespace akv::check {
 
 /// The largest call the row checks draw: a prefill chunk (llama.cpp's default ubatch).
 inline constexpr int kPrefillChunk = 512;
 
 /// Powers of two to kPrefillChunk and one either side of each, ascending, from 1.
 std::vector<int> row_boundaries();
-/// The widths of real layers (verify/check/edges.hpp).
-using check::layer_widths;
 /// One either side of each multiple of the kernels' lane width, matmul k-block and key block
 /// that a kernel may switch at (1, 2 and 4 of each) and the widths with a tail, ascending.
 std::vector<int> width_boundaries();
@@ -32,4 +30,4 @@ int gen_width(int max_width = 8192);
 /// keeps a big M with a big width affordable.
 int cap_rows(int M, long long width, long long budget);
 
-}  // namespace akv::gate
+}  // namespace akv::check

@@ -1,4 +1,4 @@
-#include "gate/shapes.hpp"
+#include "verify/check/op_shapes.hpp"
 
 #include <rapidcheck.h>
 
@@ -6,7 +6,7 @@
 
 #include "optimized/cpu/kernels.hpp"
 
-namespace akv::gate {
+namespace akv::check {
 
 std::vector<int> row_boundaries() {
   std::vector<int> out{1};
@@ -17,7 +17,7 @@ std::vector<int> row_boundaries() {
 }
 
 std::vector<int> width_boundaries() {
-  std::vector<int> out = check::boundaries({cpu::kLanes, cpu::kMatmulBlock, cpu::kKeyBlock}, {1, 2, 4});
+  std::vector<int> out = boundaries({cpu::kLanes, cpu::kMatmulBlock, cpu::kKeyBlock}, {1, 2, 4});
   out.insert(out.end(), cpu::kAttentionCheckHeadDims.begin(), cpu::kAttentionCheckHeadDims.end());
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
@@ -51,4 +51,4 @@ int cap_rows(int M, long long width, long long budget) {
   return static_cast<int>(std::max<long long>(1, std::min<long long>(M, budget / std::max<long long>(width, 1))));
 }
 
-}  // namespace akv::gate
+}  // namespace akv::check
