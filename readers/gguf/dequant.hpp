@@ -1,4 +1,4 @@
-// Dequantization of GGUF tensor data to IEEE binary32, bit-exact (spec/gguf.md Q1-Q5).
+// Dequantization of GGUF tensor data to IEEE binary32, bit-exact (spec/gguf.md Q1-Q5, Q7-Q9).
 #pragma once
 #include <cstdint>
 #include <span>
@@ -15,10 +15,12 @@ float half_to_float(uint16_t h);
 /// bfloat16 bits -> binary32 (Q1): the bits `uint32(b) << 16`, exact for every pattern.
 float bf16_to_float(uint16_t b);
 
-/// Whether akv dequantizes this tensor type: F32, F16, BF16, Q8_0, Q4_0, Q4_1.
+/// Whether akv dequantizes this tensor type: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K,
+/// Q5_K, Q6_K (not Q8_K: gguf-py, the reference, has no Q8_K dequantization).
 bool dequantize_supported(uint32_t type);
 
-/// Dequantizes `out.size()` elements of ggml type `type` from `in` into `out` (Q2-Q5).
+/// Dequantizes `out.size()` elements of ggml type `type` from `in` into `out` (Q2-Q5, Q7-Q9;
+/// ggml's dequantize_row_*, gguf-py's quants.py).
 /// `in` must hold exactly the bytes of out.size() elements, and out.size() must be a multiple
 /// of the type's block size. Throws Error(kBadModel) naming `what` for an unsupported type or
 /// a size mismatch.
