@@ -3,13 +3,14 @@
 // The ids a model's encoder gives a conversation, span by span (spec/tokenizer.md, spec/input.md
 // IN1): what the witness appends, so another implementation can be fed exactly the same ids.
 // With --vocab, the ids a GGUF file's tokenizer alone gives each FILE's bytes as plain text
-// (spec/tokenizer.md T9-T11): a vocab-only file has no weights, and no chat template is applied.
+// (spec/tokenizer.md T9-T12): a vocab-only file has no weights, and no chat template is applied.
 #include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <iostream>
 #include <iterator>
 #include <memory>
+#include <optional>
 
 #include "cli/commands.hpp"
 #include "cli/options.hpp"
@@ -17,6 +18,8 @@
 #include "readers/conversation/chat_parse.hpp"
 #include "readers/gguf/gguf.hpp"
 #include "readers/tokenizer/bpe_tokenizer.hpp"
+#include "readers/tokenizer/gguf_tokenizer_keys.hpp"
+#include "readers/tokenizer/spm_tokenizer.hpp"
 #include "reference/error.hpp"
 #include "reference/strict.hpp"
 #include "verify/models.hpp"
@@ -42,15 +45,23 @@ std::string read_bytes(const std::string& path) {
   return s;
 }
 
-// --vocab: each FILE's bytes tokenized as text by the file's tokenizer alone (T9-T11).
+// --vocab: each FILE's bytes tokenized as text by the file's tokenizer alone (T9-T12): byte-level
+// BPE for tokenizer.ggml.model gpt2, SentencePiece for llama; any other model is refused by name.
 int run_tokenize_text(const TokenizeArgs& a) {
   const model::GgufFile g = model::GgufFile::open(a.vocab);
-  const model::BpeTokenizer tok = model::BpeTokenizer::from_gguf(g);
-  const std::string pre(g.get_string("tokenizer.ggml.pre"));
+  const std::string model(g.get_string("tokenizer.ggml.model"));
+  std::optional<model::SpmTokenizer> spm;
+  std::optional<model::BpeTokenizer> bpe;
+  if (model == "llama") spm.emplace(model::SpmTokenizer::from_gguf(g));
+  else if (model == "gpt2") bpe.emplace(model::BpeTokenizer::from_gguf(g));
+  else model::expect_tokenizer_model(g, "gpt2", "gpt2: byte-level BPE, and llama: SentencePiece");
+  const std::string pre(g.find_string("tokenizer.ggml.pre").value_or("default"));
+  const int vocab_size = spm ? spm->vocab_size() : bpe->vocab_size();
   nlohmann::json texts = nlohmann::json::array();
   std::string out;
   for (const std::string& file : a.files) {
-    const std::vector<Token> ids = tok.encode(read_bytes(file));
+    const std::string bytes = read_bytes(file);
+    const std::vector<Token> ids = spm ? spm->encode(bytes) : bpe->encode(bytes);
     if (a.json) {
       texts.push_back({{"file", file}, {"tokens", ids}});
       continue;
@@ -60,10 +71,11 @@ int run_tokenize_text(const TokenizeArgs& a) {
     out += "\n";
   }
   if (a.json) {
-    print_json({{"vocab", a.vocab}, {"pre", pre}, {"vocab_size", tok.vocab_size()}, {"texts", texts}});
+    print_json({{"vocab", a.vocab}, {"model", model}, {"pre", pre}, {"vocab_size", vocab_size}, {"texts", texts}});
     return 0;
   }
-  std::cout << "vocab " << a.vocab << " (pre-tokenizer " << pre << ", " << tok.vocab_size() << " tokens)\n" << out << std::flush;
+  std::cout << "vocab " << a.vocab << " (" << (spm ? "SentencePiece" : "pre-tokenizer " + pre) << ", " << vocab_size
+            << " tokens)\n" << out << std::flush;
   return 0;
 }
 
@@ -106,8 +118,8 @@ Command add_tokenize(CLI::App& app) {
   add_model_option(t, a->model);
   t->add_option("--vocab", a->vocab,
                 "A GGUF file's tokenizer alone (no weights needed: llama.cpp's vocab-only files; "
-                "tokenizer.ggml.model gpt2, pre-tokenizer " + std::string(model::pre_tokenizer_names()) +
-                "): tokenize each FILE's bytes as text, no chat template")
+                "tokenizer.ggml.model gpt2 with pre-tokenizer " + std::string(model::pre_tokenizer_names()) +
+                ", or llama: SentencePiece): tokenize each FILE's bytes as text, no chat template")
       ->check(nonempty())
       ->excludes(t->get_option("--model"));
   t->add_option("--seed", a->seed, "Weight seed (synthetic models)")->capture_default_str()->check(decimal(0, UINT64_MAX));

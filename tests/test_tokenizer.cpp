@@ -12,6 +12,7 @@
 
 #include "readers/conversation/chat_parse.hpp"
 #include "hostile_json.hpp"
+#include "tests/bad_model_support.hpp"
 #include "tests/support/gguf_builder.hpp"
 #include "readers/tokenizer/bpe_tokenizer.hpp"
 #include "readers/tokenizer/chatml.hpp"
@@ -71,16 +72,7 @@ std::vector<std::string> pieces(std::string_view text) {
   return {out.begin(), out.end()};
 }
 
-void expect_bad_model(const std::function<void()>& f, const std::string& part) {
-  try {
-    f();
-    ADD_FAILURE() << "no error; expected one naming: " << part;
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ErrorCode::kBadModel) << e.what();
-    EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
-    EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << "two lines: " << e.what();
-  }
-}
+using test::expect_bad_model;
 
 }  // namespace
 

@@ -263,8 +263,8 @@ TEST(T11_VocabOnlyTokenize, RefusalsAreExit2NamingTheProblem) {
     std::vector<std::string> args;
     std::string part;
   } cases[] = {
-      {{"tokenize", a, "--vocab", vocab_file("t11_spm.gguf", "llama", "default")},
-       "'llama' is not supported (akv reads byte-level BPE: gpt2)"},
+      {{"tokenize", a, "--vocab", vocab_file("t11_bert.gguf", "bert", "default")},
+       "'tokenizer.ggml.model': 'bert' is not supported (akv reads gpt2: byte-level BPE, and llama: SentencePiece)"},
       {{"tokenize", a, "--vocab", vocab_file("t11_q35.gguf", "gpt2", "qwen35")}, "'qwen35' is not supported"},
       {{"tokenize", a, "--vocab", "/nonexistent/v.gguf"}, "/nonexistent/v.gguf"},
       {{"tokenize", "/nonexistent/t.txt", "--vocab", vocab_file("t11_ok.gguf", "gpt2", "qwen2")}, "/nonexistent/t.txt: cannot open"},

@@ -87,6 +87,18 @@ std::string byte_level_char(uint8_t b) {
   return s;
 }
 
+TokenType checked_token(const std::string& source, size_t i, const std::string& text, int32_t type) {
+  const std::string field = "tokens[" + std::to_string(i) + "]";
+  if (text.empty()) bad(source, field, "an empty token");
+  for (size_t k = 0; k < text.size();) {
+    const size_t n = utf8_sequence_length(text, k);
+    if (n == 0) bad(source, field, "not valid UTF-8 at byte " + std::to_string(k));
+    k += n;
+  }
+  if (type < 0 || type > 6) bad(source, "token_type[" + std::to_string(i) + "]", std::to_string(type) + " is not a token type (0..6)");
+  return static_cast<TokenType>(type);
+}
+
 BpeTokenizer::BpeTokenizer(std::vector<std::string> tokens, const std::vector<std::string>& merges,
                            std::vector<int32_t> types, std::string_view pre, std::optional<Token> bos,
                            std::optional<Token> eos, const std::string& source)
@@ -110,18 +122,9 @@ BpeTokenizer::BpeTokenizer(std::vector<std::string> tokens, const std::vector<st
   bytes_.reserve(tokens_.size());
   for (size_t i = 0; i < tokens_.size(); ++i) {
     const std::string& t = tokens_[i];
-    const std::string field = "tokens[" + std::to_string(i) + "]";
-    if (t.empty()) bad(source, field, "an empty token");
-    for (size_t k = 0; k < t.size();) {
-      const size_t n = utf8_sequence_length(t, k);
-      if (n == 0) bad(source, field, "not valid UTF-8 at byte " + std::to_string(k));
-      k += n;
-    }
+    types_.push_back(checked_token(source, i, t, types.empty() ? 1 : types[i]));
     const auto [it, fresh] = index_.emplace(t, static_cast<Token>(i));
-    if (!fresh) bad(source, field, quoted(t) + " repeats tokens[" + std::to_string(it->second) + "]");
-    const int32_t ty = types.empty() ? 1 : types[i];
-    if (ty < 0 || ty > 6) bad(source, "token_type[" + std::to_string(i) + "]", std::to_string(ty) + " is not a token type (0..6)");
-    types_.push_back(static_cast<TokenType>(ty));
+    if (!fresh) bad(source, "tokens[" + std::to_string(i) + "]", quoted(t) + " repeats tokens[" + std::to_string(it->second) + "]");
     bytes_.push_back(is_special(static_cast<Token>(i)) ? t : token_bytes(t, byte_of));
   }
   for (int b = 0; b < 256; ++b) {

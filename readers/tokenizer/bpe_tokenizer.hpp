@@ -26,6 +26,10 @@ enum class TokenType : int32_t { kUndefined = 0, kNormal = 1, kUnknown = 2, kCon
 /// U+0100, U+0101, ... (space 0x20 is U+0120 'Ġ', newline 0x0A is U+010A 'Ċ').
 std::string byte_level_char(uint8_t b);
 
+/// The checks every tokenizer makes of token `i` (T1, T12): its `text` is not empty and is valid
+/// UTF-8, its `type` is in 0..6. Returns the type; throws Error(kBadModel) `SOURCE: FIELD: problem`.
+TokenType checked_token(const std::string& source, size_t i, const std::string& text, int32_t type);
+
 class BpeTokenizer {
  public:
   /// Builds a tokenizer (T1). `tokens[i]` is token i's text in the byte-level alphabet (T2);
