@@ -1,7 +1,7 @@
 // akv's tokenizer on llama.cpp's vocab-only files against llama.cpp's ids (spec/tokenizer.md
-// T11). The setup test real_model_llama_vocab_ids (scripts/crosscheck-vocab --dump) compared
+// T11, T12). The setup test real_model_llama_vocab_ids (scripts/crosscheck-vocab --dump) compared
 // them through `akv tokenize --vocab` and wrote llama.cpp's ids; this test compares again,
-// in-process through BpeTokenizer. A missing file fails, with the command to run.
+// in-process through BpeTokenizer or SpmTokenizer. A missing file fails, with the command to run.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -9,6 +9,7 @@
 
 #include "readers/gguf/gguf.hpp"
 #include "readers/tokenizer/bpe_tokenizer.hpp"
+#include "readers/tokenizer/spm_tokenizer.hpp"
 
 using namespace akv;
 using namespace akv::model;
@@ -33,12 +34,14 @@ std::string from_hex(const std::string& h) {
   return out;
 }
 
+// Tok: BpeTokenizer (T9) or SpmTokenizer (T12).
+template <class Tok>
 void expect_equal(const std::string& name, size_t vocab_size, const std::string& pre) {
   ASSERT_FALSE(ids().is_null());
   ASSERT_TRUE(ids().contains(name)) << name;
   const auto& v = ids()[name];
   const GgufFile f = GgufFile::open(v.at("path").get<std::string>());
-  const BpeTokenizer tok = BpeTokenizer::from_gguf(f);
+  const Tok tok = Tok::from_gguf(f);
   EXPECT_EQ(static_cast<size_t>(tok.vocab_size()), vocab_size);
   EXPECT_EQ(f.get_string("tokenizer.ggml.pre"), pre);
   const auto& strings = v.at("strings");
@@ -54,5 +57,7 @@ void expect_equal(const std::string& name, size_t vocab_size, const std::string&
 
 }  // namespace
 
-TEST(T11_LlamaCppEquality, Qwen2) { expect_equal("qwen2", 151936, "qwen2"); }
-TEST(T11_LlamaCppEquality, LlamaBpe) { expect_equal("llama-bpe", 128256, "llama-bpe"); }
+TEST(T11_LlamaCppEquality, Qwen2) { expect_equal<BpeTokenizer>("qwen2", 151936, "qwen2"); }
+TEST(T11_LlamaCppEquality, LlamaBpe) { expect_equal<BpeTokenizer>("llama-bpe", 128256, "llama-bpe"); }
+TEST(T11_LlamaCppEquality, LlamaSpm) { expect_equal<SpmTokenizer>("llama-spm", 32000, "default"); }
+TEST(T11_LlamaCppEquality, Phi3) { expect_equal<SpmTokenizer>("phi-3", 32064, "default"); }

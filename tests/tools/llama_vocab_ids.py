@@ -1,10 +1,11 @@
-"""akv's token ids against llama.cpp's on llama.cpp's vocab-only GGUF files (spec/tokenizer.md T11).
+"""akv's token ids against llama.cpp's on llama.cpp's vocab-only GGUF files (spec/tokenizer.md T11, T12).
 
     python llama_vocab_ids.py --akv AKV --vocab-dir DIR [--vocab NAME]... [--fuzz N] [--seed S]
                               [--dump OUT.json] CONVERSATION_DIR...
 
 Run by scripts/crosscheck-vocab in a venv with llama-cpp-python 0.3.36 (llama.cpp vendored).
-For each vocabulary (default qwen2 and llama-bpe: DIR/ggml-vocab-NAME.gguf), every string of
+For each vocabulary (default qwen2, llama-bpe, llama-spm and phi-3: DIR/ggml-vocab-NAME.gguf;
+the last two are SentencePiece, tokenizer.ggml.model "llama", T12), every string of
 the corpus is tokenized by llama.cpp, `Llama(model_path, vocab_only=True).tokenize(bytes,
 add_bos=False, special=False)`, and by akv, `akv tokenize FILE... --vocab FILE.gguf --json`,
 and the two id lists must be equal.
@@ -13,7 +14,9 @@ special=False is what matches akv (T6): llama.cpp then leaves control-token text
 as text, as akv always does. It still splits out user-defined tokens (GGUF token type 4, e.g.
 qwen2's "[PAD151646]"), which akv never does; for a string holding such a token's text the check
 is that llama.cpp's ids equal akv's ids of the text around each occurrence with the token's id
-in its place (llama.cpp's partition: longest token first, leftmost occurrence first).
+in its place (llama.cpp's partition: longest token first, leftmost occurrence first). A user-
+defined token whose text is on llama.cpp's end-of-generation list (EOG_TEXTS) is made control by
+llama.cpp, so special=False leaves it text (phi-3's "</s>").
 
 The corpus:
   - every message's text fields (content parts, refusal, tool call names and arguments) of
@@ -29,6 +32,8 @@ above U+10FFFF (llama.cpp 0.3.36 aborts the process on it), and code points unas
 Unicode 14.0 (PCRE2 10.42's classes; llama.cpp's tables are Unicode 15.1). The second kind is
 a group of its own, reported, not compared: strings of such code points next to letters, where
 the pieces differ; at least one string's ids must differ, showing the limit of T9 is real.
+SentencePiece (T12) reads no Unicode classes and decodes no code points, so for its vocabularies
+both kinds are in the equality corpus and there is no Unicode 15 group.
 
 Prints per vocabulary the strings checked and the time; exit 0 only if every string matched
 and at least one string was checked per vocabulary; on a mismatch prints the first differing
@@ -49,6 +54,12 @@ import unicodedata
 from llama_cpp import Llama
 
 USER_DEFINED = 4  # GGUF token type
+# llama.cpp 0.3.36 (llama-vocab.cpp, llama_vocab::impl::load) adds the control attribute to a
+# token with one of these texts, whatever its GGUF type; tokenize(special=False) then keeps it text.
+EOG_TEXTS = {"<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<|flush|>", "<|calls|>",
+             "<end_of_turn>", "<|endoftext|>", "</s>", "<|eom_id|>", "<EOT>", "_<EOT>", "[EOT]", "[EOS]",
+             "<|end_of_text|>", "<end_of_utterance>", "<eos>", "<turn|>", "<|tool_response>",
+             "<｜end▁of▁sentence｜>", "[e~["}
 
 
 def die(message):
@@ -104,6 +115,9 @@ def hard_strings():
         "control \x00\x01\x02\x03\x04\x06\x13\x14\x16\x1d\x7f bytes", "𐍈 Gothic, 𝔘𝔫𝔦𝔠𝔬𝔡𝔢, 🀄",
         "$1,234.56 + 7% = ?!?! ... --- *** ((x))", " !!! ??? ::", "a!b?c.d", "x\n!!\n\n", "!!\r\n\r\n",
         "[PAD151646]", "x [PAD151646]y[PAD151700][PAD151701] z", "<|im_start|>[PAD151646]<|im_end|>",
+        # SentencePiece (T12): special- and byte-token text, U+2581 in the text, spaces at the ends.
+        "<s>", "</s>", "<unk>", "<s>hi</s>", "x </s> y", "<|user|>\nhi<|end|>\n<|assistant|>", "<|endoftext|>",
+        "[PAD32011]", "<0x41> <0x0A><0xFF>", "\u2581 \u2581\u2581x \u2581", " leading", "trailing ", "  two  ",
     ]
     out = [t.encode("utf-8") for t in s]
     out += [b"\xff", b"abc\xffdef", b"!\xff!", b"\xc3\x28 bad continuation", b"\xe2\x82 truncated",
@@ -245,8 +259,8 @@ class UserDefined:
         r = GGUFReader(vocab_path)
         tokens = r.fields["tokenizer.ggml.tokens"].contents()
         types = r.fields["tokenizer.ggml.token_type"].contents()
-        self.tokens = sorted(((tokens[i].encode("utf-8"), i) for i, t in enumerate(types) if t == USER_DEFINED),
-                             key=lambda p: -len(p[0]))
+        self.tokens = sorted(((tokens[i].encode("utf-8"), i) for i, t in enumerate(types)
+                              if t == USER_DEFINED and tokens[i] not in EOG_TEXTS), key=lambda p: -len(p[0]))
 
     def holds(self, b):
         return any(t in b for t, _ in self.tokens)
@@ -272,6 +286,11 @@ class UserDefined:
                     nxt.append(f)
             frags = nxt
         return frags
+
+
+def tokenizer_model(vocab_path):
+    from gguf import GGUFReader
+    return GGUFReader(vocab_path).fields["tokenizer.ggml.model"].contents()
 
 
 def check_vocab(name, vocab_path, akv, groups, dump):
@@ -335,7 +354,7 @@ def main():
     ap.add_argument("--dump")
     ap.add_argument("dirs", nargs="*")
     a = ap.parse_args()
-    names = a.vocab or ["qwen2", "llama-bpe"]
+    names = a.vocab or ["qwen2", "llama-bpe", "llama-spm", "phi-3"]
     conv, files = conversation_strings(a.dirs)
     hard = hard_strings()
     excluded = [b for b in hard if above_max(b)]
@@ -349,29 +368,37 @@ def main():
               ("hard strings", [b for b in hard if not newer_than_unicode14(b)], True),
               ("fuzzed (seed %d)" % a.seed, [b for b in fuzz if not newer_than_unicode14(b)], True),
               (NEWER, newer_strings(), False)]
+    # SentencePiece (T12): every string compared, the left-out ones and the Unicode 15 group too.
+    above = [b"\xf4\x90\x80\x80", b"x\xf7\xbf\xbf\xbfy", b"\xf5\x80\x80\x80 z \xf4\x90\x80"]
+    spm_groups = [("conversations", conv, True), ("hard strings", hard + excluded + above + newer_strings(), True),
+                  ("fuzzed (seed %d)" % a.seed, fuzz, True)]
     print("corpus: %d message strings from %d conversation files, %d hard strings (%d left out: above U+10FFFF, "
-          "llama.cpp aborts), %d fuzzed" % (len(conv), files, len(hard), len(excluded), len(fuzz)))
+          "llama.cpp aborts), %d fuzzed; SentencePiece (T12) also takes %d strings above U+10FFFF and the %d "
+          "Unicode 15 strings" % (len(conv), files, len(hard), len(excluded), len(fuzz), len(excluded) + len(above),
+                                  len(newer_strings())))
     dump = {} if a.dump else None
     ok = True
     for name in names:
         path = os.path.join(a.vocab_dir, "ggml-vocab-%s.gguf" % name)
         if not os.path.isfile(path):
             die("no vocab file %s (run scripts/fetch-vocab)" % path)
-        r = check_vocab(name, path, a.akv, groups, dump)
+        spm = tokenizer_model(path) == "llama"
+        r = check_vocab(name, path, a.akv, spm_groups if spm else groups, dump)
         if r is None:
             ok = False
             continue
         counts, udt_count, secs = r
         equal = {g: v for g, v in counts.items() if g not in (NEWER, "differ")}
         total = sum(equal.values())
-        print("%s: %d strings equal to llama.cpp (%s), %d of them around user-defined tokens; %.1f s; "
-              "not compared: %d strings with Unicode 15 code points, %d of them with other ids (T9)" % (
-                  name, total, ", ".join("%s %d" % gv for gv in equal.items()), udt_count, secs,
-                  counts.get(NEWER, 0), counts.get("differ", 0)))
+        print("%s: %d strings equal to llama.cpp (%s), %d of them around user-defined tokens; %.1f s; %s" % (
+            name, total, ", ".join("%s %d" % gv for gv in equal.items()), udt_count, secs,
+            "SentencePiece (T12): every string compared" if spm else
+            "not compared: %d strings with Unicode 15 code points, %d of them with other ids (T9)" % (
+                counts.get(NEWER, 0), counts.get("differ", 0))))
         if total == 0:
             print("akv: crosscheck-vocab: %s: no string checked" % name)
             ok = False
-        if counts.get("differ", 0) == 0:
+        if not spm and counts.get("differ", 0) == 0:
             print("akv: crosscheck-vocab: %s: no Unicode 15 string differs: is the limit of T9 gone?" % name)
             ok = False
     if a.dump and ok:
