@@ -12,6 +12,9 @@
 #include <memory>
 #include <optional>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include "cli/commands.hpp"
 #include "cli/options.hpp"
 #include "cli/shared_options.hpp"
@@ -20,6 +23,7 @@
 #include "readers/tokenizer/bpe_tokenizer.hpp"
 #include "readers/tokenizer/gguf_tokenizer_keys.hpp"
 #include "readers/tokenizer/spm_tokenizer.hpp"
+#include "readers/tokenizer/turn_encoder.hpp"
 #include "reference/error.hpp"
 #include "reference/strict.hpp"
 #include "verify/models.hpp"
@@ -32,6 +36,7 @@ struct TokenizeArgs {
   std::vector<std::string> files;
   std::string model = "smollm2";
   std::string vocab;
+  std::string chat_template;
   uint64_t seed = 1;
   bool json = false;
 };
@@ -79,7 +84,54 @@ int run_tokenize_text(const TokenizeArgs& a) {
   return 0;
 }
 
+// --vocab with --template: one conversation rendered by a turn template (CT6-CT10) over the
+// file's tokenizer; each span's text is printed too, so the rendering can be compared with Jinja.
+int run_tokenize_template(const TokenizeArgs& a) {
+  if (a.files.size() != 1)
+    throw Error(ErrorCode::kBadInput, "tokenize --template: one conversation FILE, " + std::to_string(a.files.size()) + " given");
+  const model::TurnTemplate t = model::turn_template_by_name(a.chat_template);
+  const model::GgufFile g = model::GgufFile::open(a.vocab);
+  const auto encoder = model::make_turn_encoder(t, g);
+  const Conversation conv = load_conversation(a.files[0]);
+  const EncodedConversation enc = encoder->encode(conv);
+  const model::TurnRendering r = model::render_turns(t, conv);
+  const auto text_of = [](const std::vector<model::TurnPiece>& pieces) {
+    std::string s;
+    for (const auto& p : pieces) s += p.text;
+    return s;
+  };
+  std::vector<Token> all = enc.preamble;
+  std::string text = text_of(r.preamble);
+  nlohmann::json spans = nlohmann::json::array();
+  spans.push_back({{"message", nullptr}, {"start", 0}, {"length", enc.preamble.size()}, {"text", text}});
+  for (size_t i = 0; i < enc.spans.size(); ++i) {
+    const std::string piece = conv.messages[i].tokens ? "" : text_of(r.messages[i]);
+    spans.push_back({{"message", i}, {"start", all.size()}, {"length", enc.spans[i].size()}, {"text", piece}});
+    all.insert(all.end(), enc.spans[i].begin(), enc.spans[i].end());
+    text += piece;
+  }
+  std::vector<std::string> ignored = conv.ignored;
+  ignored.insert(ignored.end(), enc.ignored.begin(), enc.ignored.end());
+  if (a.json) {
+    print_json({{"file", a.files[0]}, {"vocab", a.vocab}, {"template", encoder->name()}, {"text", text}, {"tokens", all},
+                {"spans", spans}, {"ignored_fields", ignored}});
+    return 0;
+  }
+  std::string out = a.files[0] + ": " + std::to_string(all.size()) + " tokens, template " + encoder->name() + "\n";
+  if (!enc.preamble.empty()) out += "preamble: " + encoder->render(enc.preamble) + "\n";
+  for (size_t i = 0; i < enc.spans.size(); ++i)
+    out += "message " + std::to_string(i) + " (" + std::to_string(enc.spans[i].size()) + " tokens): " +
+           encoder->render(enc.spans[i]) + "\n";
+  for (const std::string& f : ignored) out += "ignored (the template does not render it): " + f + "\n";
+  std::cout << out << std::flush;
+  return 0;
+}
+
 int run_tokenize(const TokenizeArgs& a) {
+  if (!a.chat_template.empty()) {
+    if (a.vocab.empty()) throw Error(ErrorCode::kBadInput, "tokenize --template needs --vocab (the tokenizer to render over)");
+    return run_tokenize_template(a);
+  }
   if (!a.vocab.empty()) return run_tokenize_text(a);
   if (a.files.size() != 1)
     throw Error(ErrorCode::kBadInput, "tokenize: one conversation FILE, " + std::to_string(a.files.size()) +
@@ -122,6 +174,10 @@ Command add_tokenize(CLI::App& app) {
                 ", or llama: SentencePiece): tokenize each FILE's bytes as text, no chat template")
       ->check(nonempty())
       ->excludes(t->get_option("--model"));
+  t->add_option("--template", a->chat_template,
+                 "With --vocab: FILE is one conversation, rendered by this chat template (" +
+                     fmt::format("{}", fmt::join(model::turn_template_names(), ", ")) + ", spec/tokenizer.md CT6-CT10)")
+      ->check(CLI::IsMember(model::turn_template_names()));
   t->add_option("--seed", a->seed, "Weight seed (synthetic models)")->capture_default_str()->check(decimal(0, UINT64_MAX));
   t->add_flag("--json", a->json, "Print one JSON object: tokens and spans (with --vocab: each file's tokens)");
   return {t, [a] { return run_tokenize(*a); }};

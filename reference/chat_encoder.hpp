@@ -17,6 +17,9 @@ namespace akv {
 struct EncodedConversation {
   std::vector<Token> preamble;
   std::vector<std::vector<Token>> spans;
+  /// Message fields the chat template does not render, as paths (spec/tokenizer.md CT6):
+  /// reported with the conversation's own ignored fields (IN2).
+  std::vector<std::string> ignored;
   size_t tokens() const {
     size_t n = preamble.size();
     for (const auto& s : spans) n += s.size();

@@ -260,6 +260,7 @@ WitnessReport run_witness(const Conversation& conv, const WitnessOptions& opt, c
   r.redacted = plan.counts;
   r.messages = conv.messages.size();
   r.ignored_fields = conv.ignored;
+  r.ignored_fields.insert(r.ignored_fields.end(), enc.ignored.begin(), enc.ignored.end());  // the template's (CT6)
 
   // The poisoned session, message by message: span id = message index.
   Session poisoned(*backend_p);
