@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 
+#include "readers/tokenizer/pre_tokenizer.hpp"
 #include "readers/tokenizer/turn_templates.hpp"
 #include "reference/error.hpp"
 
@@ -106,18 +107,13 @@ void refuse_wide_integers(std::string_view t) {
   }
 }
 
-// The UTF-8 character at s[i] (its code point and length), or length 0 when not valid UTF-8.
+// The code point at s[i] and its length (utf8_sequence_length, T5), or length 0 when s[i]
+// starts no valid UTF-8 sequence.
 std::pair<uint32_t, size_t> utf8_at(std::string_view s, size_t i) {
-  const auto b = static_cast<unsigned char>(s[i]);
-  if (b < 0x80) return {b, 1};
-  const size_t n = b >= 0xF0 && b < 0xF5 ? 4 : b >= 0xE0 ? 3 : b >= 0xC2 && b < 0xE0 ? 2 : 0;
-  if (n == 0 || i + n > s.size()) return {0, 0};
-  uint32_t cp = b & (0x7F >> n);
-  for (size_t k = 1; k < n; ++k) {
-    const auto c = static_cast<unsigned char>(s[i + k]);
-    if ((c & 0xC0) != 0x80) return {0, 0};
-    cp = cp << 6 | (c & 0x3F);
-  }
+  const size_t n = utf8_sequence_length(s, i);
+  if (n == 0) return {0, 0};
+  uint32_t cp = static_cast<unsigned char>(s[i]) & (n == 1 ? 0x7F : 0x7F >> n);
+  for (size_t k = 1; k < n; ++k) cp = cp << 6 | (static_cast<unsigned char>(s[i + k]) & 0x3F);
   return {cp, n};
 }
 
