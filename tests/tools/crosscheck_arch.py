@@ -100,7 +100,7 @@ def permute(w, n_head):
 def write_gguf(arch, model, cfg, tok_src, path):
     w = gguf.GGUFWriter(path, "gemma3" if arch == "gemma3" else ("llama" if arch == "llama3" else arch))
     garch = w.arch
-    hd = cfg.head_dim
+    hd = head_dim(cfg)
     w.add_uint32(f"{garch}.embedding_length", cfg.hidden_size)
     w.add_uint32(f"{garch}.block_count", cfg.num_hidden_layers)
     w.add_uint32(f"{garch}.feed_forward_length", cfg.intermediate_size)
@@ -171,9 +171,13 @@ def write_gguf(arch, model, cfg, tok_src, path):
     w.close()
 
 
+def head_dim(cfg):
+    return getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
+
+
 def rope_tables(arch, cfg, n):
     """Exact RoPE cos/sin (float64) per layer type: angle = p * (theta^(-2i/hd) / ff_i), ff as stored."""
-    hd = cfg.head_dim
+    hd = head_dim(cfg)
     i = np.arange(hd // 2, dtype=np.float64)
     def table(theta, ff=None):
         inv = np.power(np.float64(theta), -2.0 * i / hd)
@@ -244,23 +248,36 @@ def akv(binary, *args):
     return r.stdout
 
 
-def check(arch, cls, cfg, a, work):
-    cfg._attn_implementation = "eager"
-    torch.manual_seed(a.seed)
-    model = cls(cfg).to(torch.float32).eval()
-    randomise(model, a.seed)
-    tok_src = a.vocab_spm if arch == "gemma3" else a.vocab_bpe
-    path = os.path.join(work, f"{arch}.gguf")
-    write_gguf(arch, model, cfg, tok_src, path)
-    doc = json.loads(akv(a.akv, "tokenize", a.conversation, "--model", path, "--json"))
+def check(arch, cls, cfg, a, work, real=None):
+    if real is None:
+        cfg._attn_implementation = "eager"
+        torch.manual_seed(a.seed)
+        model = cls(cfg).to(torch.float32).eval()
+        randomise(model, a.seed)
+        tok_src = a.vocab_spm if arch == "gemma3" else a.vocab_bpe
+        path = os.path.join(work, f"{arch}.gguf")
+        write_gguf(arch, model, cfg, tok_src, path)
+    else:  # the real file: transformers' own GGUF loader (gguf-py's dequantization, Gemma's w = stored - 1)
+        path = real
+        model = transformers.AutoModelForCausalLM.from_pretrained(
+            os.path.dirname(real), gguf_file=os.path.basename(real), dtype=torch.float32,
+            attn_implementation="eager").eval()
+        cls, cfg = type(model), model.config
+        want = {"sliding_window": 512, "query_pre_attn_scalar": 256, "head_dim": 256, "hidden_activation": "gelu_pytorch_tanh"}
+        got = {k: getattr(cfg, k, None) for k in want}
+        if got != want or cfg.rope_parameters["sliding_attention"]["rope_theta"] != 10000.0 or \
+                cfg.rope_parameters["full_attention"]["rope_theta"] != 1000000.0 or \
+                cfg.layer_types != ["sliding_attention" if (i + 1) % 6 else "full_attention" for i in range(cfg.num_hidden_layers)]:
+            raise Failure(f"transformers read another Gemma 3 config from {real}: {got}, {cfg.rope_parameters}, {cfg.layer_types}")
+    doc = json.loads(akv(a.akv, "tokenize", a.conversation, "--model", a.model_name or path, "--json"))
     ids = doc["tokens"][: a.max_tokens]
     conv = a.conversation
-    if len(ids) < len(doc["tokens"]):  # the first max_tokens ids, as raw tokens (spec/model.md M5)
+    if len(ids) < len(doc["tokens"]):  # the first max_tokens ids, as raw tokens (spec/model.md M5), BOS/preamble included
         conv = os.path.join(work, f"{arch}.json")
         with open(conv, "w") as f:
-            json.dump({"messages": [{"role": "user", "tokens": ids}]}, f)
+            json.dump({"messages": [{"role": "system", "tokens": ids[1:] if arch == "gemma3" else ids}]}, f)  # gemma: BOS is the preamble  # system: no default preamble
     npy = os.path.join(work, f"{arch}.npy")
-    akv(a.akv, "logits", conv, "--model", path, "--backend", a.backend, "--positions", "all", "--out", npy)
+    akv(a.akv, "logits", conv, "--model", a.model_name or path, "--backend", a.backend, "--positions", "all", "--out", npy)
     ak = np.load(npy)
     if ak.shape != (len(ids), cfg.vocab_size):
         raise Failure(f"{arch}: akv wrote {ak.shape}, expected {(len(ids), cfg.vocab_size)}")
@@ -271,6 +288,7 @@ def check(arch, cls, cfg, a, work):
     m64 = cls(cfg).eval()
     m64.load_state_dict(model.state_dict())
     m64 = m64.double()
+    del model
     patch(m64, tables, True)
     torch.nn.functional.softmax = softmax_keep_dtype
     try:
@@ -295,6 +313,8 @@ def main():
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--max-tokens", type=int, default=512)
     p.add_argument("--only", default="")
+    p.add_argument("--real", default="", help="the Gemma 3 270M GGUF: compare on its real weights instead")
+    p.add_argument("--model-name", default="", help="akv's name of --real (gemma3-270m)")
     p.add_argument("--out", required=True)
     a = p.parse_args()
     torch.set_num_threads(2)
@@ -303,8 +323,16 @@ def main():
     results = []
     os.makedirs(a.out, exist_ok=True)
     with tempfile.TemporaryDirectory() as work:
+        if a.real:
+            r = check("gemma3", None, None, a, work, real=a.real)
+            r["arch"] = "gemma3-270m (real weights)"
+            print(f"crosscheck-arch: {r['arch']} ({r['tokens']} tokens): akv vs f64 {r['akv_vs_inj64']['max_abs']:.3g}, "
+                  f"transformers f32 vs f64 {r['inj32_vs_inj64']['max_abs']:.3g}, ratio {r['ratio']:.2f}, argmax "
+                  f"{r['akv_vs_inj64']['argmax_agree']}/{r['tokens']}, margin violations {r['margin_violations']}: "
+                  f"{'PASS' if r['pass'] else 'FAIL'}", file=sys.stderr, flush=True)
+            results.append(r)
         for arch, (cls, cfg) in configs(bpe, spm).items():
-            if a.only and arch not in a.only.split(","):
+            if a.real or (a.only and arch not in a.only.split(",")):
                 continue
             r = check(arch, cls, cfg, a, work)
             print(f"crosscheck-arch: {arch} ({r['class']}, {r['tokens']} tokens): akv vs f64 {r['akv_vs_inj64']['max_abs']:.3g}, "
