@@ -54,8 +54,8 @@ def configs(vocab_bpe, vocab_spm):
 
 
 def randomise(model, seed):
-    """Seeded weights: matrices N(0, 1/fan_in), biases N(0, 0.1), norm weights 1 + N(0, 0.1)
-    (Gemma's stored w: N(0, 0.1), as it computes 1 + w)."""
+    """Seeded weights: matrices N(0, 1)/sqrt(fan_in) (Q/K twice that), embeddings N(0, 1), biases
+    0.1 N(0, 1), norm weights 1 + 0.1 N(0, 1) (Gemma's stored w: 0.1 N(0, 1), as it computes 1 + w)."""
     g = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for name, p in model.named_parameters():
