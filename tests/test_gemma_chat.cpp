@@ -1,4 +1,4 @@
-// Gemma's turn template over a SentencePiece vocabulary (spec/tokenizer.md CT9), on a
+// Gemma's turn template over a SentencePiece vocabulary (spec/tokenizer.md CT12), on a
 // hand-built vocabulary: BOS as the preamble, one span per message, the system message folded
 // into the first user turn, roles, trim, and the refusal of a vocabulary without the turn tokens.
 #include <gtest/gtest.h>
@@ -44,7 +44,7 @@ std::vector<Token> cat(std::initializer_list<std::vector<Token>> parts) {
 
 }  // namespace
 
-TEST(CT9_GemmaTurns, SpansAsTheTemplateRendersThem) {
+TEST(CT12_GemmaTurns, SpansAsTheTemplateRendersThem) {
   const SpmTokenizer tok = vocab();
   const auto enc = make_gemma_encoder(tok, "hand");
   Conversation c;
@@ -63,7 +63,7 @@ TEST(CT9_GemmaTurns, SpansAsTheTemplateRendersThem) {
   EXPECT_EQ(enc->name(), "gemma");
 }
 
-TEST(CT9_GemmaTurns, AnUnfoldedSystemIsAUserTurnOfItsOwn) {
+TEST(CT12_GemmaTurns, AnUnfoldedSystemIsAUserTurnOfItsOwn) {
   const SpmTokenizer tok = vocab();
   const auto enc = make_gemma_encoder(tok, "hand");
   Conversation c;
@@ -78,7 +78,7 @@ TEST(CT9_GemmaTurns, AnUnfoldedSystemIsAUserTurnOfItsOwn) {
   EXPECT_EQ(enc->encode(c).spans[1], (std::vector<Token>{7, 8}));
 }
 
-TEST(CT9_GemmaTurns, AVocabularyWithoutTheTurnTokensIsRefusedByName) {
+TEST(CT12_GemmaTurns, AVocabularyWithoutTheTurnTokensIsRefusedByName) {
   try {
     make_gemma_encoder(vocab(false), "hand");
     FAIL() << "accepted";

@@ -99,7 +99,7 @@ void check_vocab(const LoadedModel& m, const std::string& file) {
 }
 
 // The chat encoder of a GGUF file, by its tokenizer and architecture (spec/tokenizer.md CT1,
-// CT9): byte-level BPE with ChatML; SentencePiece with Gemma's turns for gemma3. Any other
+// CT12): byte-level BPE with ChatML; SentencePiece with Gemma's turns for gemma3. Any other
 // pairing is refused naming both.
 std::shared_ptr<const ChatEncoder> gguf_encoder(const model::GgufFile& f) {
   const std::string tok(f.get_string("tokenizer.ggml.model"));
@@ -107,7 +107,7 @@ std::shared_ptr<const ChatEncoder> gguf_encoder(const model::GgufFile& f) {
   if (tok == "llama") {
     if (arch == "gemma3") return model::make_gemma_encoder(f);
     throw Error(ErrorCode::kBadModel, fmt::format("{}: tokenizer 'llama' (SentencePiece) with architecture '{}': akv has no chat "
-                                                  "template for it (SentencePiece models: gemma3, spec/tokenizer.md CT9)",
+                                                  "template for it (SentencePiece models: gemma3, spec/tokenizer.md CT12)",
                                                   f.name(), arch.substr(0, 40)));
   }
   return model::make_chatml_encoder(f);

@@ -107,10 +107,10 @@ std::shared_ptr<const ChatEncoder> make_gemma_encoder(SpmTokenizer tok, const st
     for (Token id = 0; id < tok.vocab_size(); ++id)
       if (tok.token_text(id) == name) {
         if (tok.token_type(id) != TokenType::kControl)
-          throw Error(ErrorCode::kBadModel, source + ": tokens: " + name + " is not a control token (spec/tokenizer.md CT9)");
+          throw Error(ErrorCode::kBadModel, source + ": tokens: " + name + " is not a control token (spec/tokenizer.md CT12)");
         return id;
       }
-    throw Error(ErrorCode::kBadModel, source + ": tokens: " + name + " is not in the vocabulary (Gemma's turn template needs it, spec/tokenizer.md CT9)");
+    throw Error(ErrorCode::kBadModel, source + ": tokens: " + name + " is not in the vocabulary (Gemma's turn template needs it, spec/tokenizer.md CT12)");
   };
   const Token start = control("<start_of_turn>"), end = control("<end_of_turn>");
   return std::make_shared<const GemmaEncoder>(std::move(tok), start, end);
