@@ -75,9 +75,19 @@ int print_report(const BoundsArgs& a, const Conversation& conv, const Report& r)
   return r.sound() ? 0 : 1;
 }
 
+// The bounds (spec/bounds.md) cover the llama block of spec/model.md M11 only: a model with
+// another block (M13) is refused naming its architecture, never bounded by the wrong rules.
+LoadedModel bounded_model(const std::string& name, uint64_t seed) {
+  LoadedModel lm = load_model(name, seed);
+  if (lm.model->config.extended())
+    throw Error(ErrorCode::kBadInput, "--model " + name + ": akv bounds covers the llama block only; architecture '" +
+                                          arch_label(lm.model->config) + "' has no proven bound (spec/model.md M13)");
+  return lm;
+}
+
 int run_per_op(const BoundsArgs& a) {
   const Conversation conv = load_conversation(a.file);
-  const LoadedModel lm = load_model(a.model, a.seed);
+  const LoadedModel lm = bounded_model(a.model, a.seed);
   const std::vector<Token> tokens = conversation_tokens(conv, *lm.encoder, a.max_tokens);
   std::vector<check::OpTable> tables;
   if (!a.kernels.empty())
@@ -89,7 +99,7 @@ int run_per_op(const BoundsArgs& a) {
 
 int run_a_posteriori(const BoundsArgs& a) {
   const Conversation conv = load_conversation(a.file);
-  const LoadedModel lm = load_model(a.model, a.seed);
+  const LoadedModel lm = bounded_model(a.model, a.seed);
   const std::vector<Token> tokens = conversation_tokens(conv, *lm.encoder, a.max_tokens);
   return print_report(a, conv, bounds::run_a_posteriori(lm.model, tokens, backend_names(), lm.name, a.bits));
 }
@@ -107,6 +117,7 @@ int run_bounds_cmd(const BoundsArgs& a) {
                                           names_help(configs) + "); --per-op and --a-posteriori run on any model");
   const Conversation conv = load_conversation(a.file);
   const Config config = config_by_name(a.model);
+  if (config.extended()) bounded_model(a.model, a.seed);  // refused by name
   check_token_ids(conv, config.vocab);
   std::vector<Token> tokens;
   for (const Message& m : conv.messages) {

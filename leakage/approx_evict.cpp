@@ -2,6 +2,8 @@
 
 #include <vector>
 
+#include "reference/error.hpp"
+
 namespace akv {
 
 EvictStats evict_under(Session& s, std::span<const SpanId> ids, EvictPolicy policy) {
@@ -17,6 +19,11 @@ EvictStats evict_under(Session& s, std::span<const SpanId> ids, EvictPolicy poli
     });
     return st;
   }
+  // L4 re-rotates every layer's keys with one table: a model whose sliding layers have their own
+  // (spec/model.md M19) is refused by name rather than re-rotated with the wrong one.
+  if (s.model().rope_local)
+    throw Error(ErrorCode::kBadInput, "policy kshift: architecture '" + arch_label(s.model().config) +
+                                          "' has a second RoPE table for its sliding layers (spec/model.md M19); kshift re-rotates with one");
   // L4: last named span first, so every shift_out sees the starts it was given.
   const RopeTable& rope = *s.model().rope;
   s.evict_in_place(ids, Session::EvictedRows::kDropped, [&](KVCache& c) {

@@ -43,33 +43,51 @@ void forward_token(const ModelT<Wt>& m, KVCacheT<T>& cache, Token token, T* logi
   const int d = c.hidden, hd = c.head_dim, kvd = c.kv_dim();
   const int group = c.n_heads / c.n_kv_heads;
   const int pos = static_cast<int>(cache.grow(1));
-  const float* cos = m.rope->cos_at(pos);
-  const float* sin = m.rope->sin_at(pos);
   if (s.att.size() < static_cast<size_t>(pos) + 1) s.att.resize(std::max<size_t>(static_cast<size_t>(pos) + 1, 2 * s.att.size()));
 
   std::copy_n(m.weights.tok_emb.begin() + static_cast<size_t>(token) * d, d, s.x.begin());
+  if (c.embed_scale != 0.0f) scale_inplace(s.x.data(), c.embed_scale, d);  // M18
   for (int l = 0; l < c.n_layers; ++l) {
     const LayerWeights<Wt>& w = m.weights.layers[l];
+    const RopeTable& table = m.rope_for(l);  // M19: a sliding layer's own base
+    const float* cos = table.cos_at(pos);
+    const float* sin = table.sin_at(pos);
     rmsnorm(s.xb.data(), s.x.data(), w.attn_norm.data(), d, c.rms_eps);
     matmul(s.q.data(), s.xb.data(), w.wq.data(), d, c.q_dim());
     matmul(s.k.data(), s.xb.data(), w.wk.data(), d, kvd);
     matmul(s.v.data(), s.xb.data(), w.wv.data(), d, kvd);
+    if (c.qkv_bias) {  // M14
+      add_inplace(s.q.data(), w.bq.data(), c.q_dim());
+      add_inplace(s.k.data(), w.bk.data(), kvd);
+      add_inplace(s.v.data(), w.bv.data(), kvd);
+    }
+    if (c.qk_norm) {  // M15: each head normalised over head_dim, in place
+      for (int h = 0; h < c.n_heads; ++h) rmsnorm(s.q.data() + static_cast<size_t>(h) * hd, s.q.data() + static_cast<size_t>(h) * hd, w.q_norm.data(), hd, c.rms_eps);
+      for (int h = 0; h < c.n_kv_heads; ++h) rmsnorm(s.k.data() + static_cast<size_t>(h) * hd, s.k.data() + static_cast<size_t>(h) * hd, w.k_norm.data(), hd, c.rms_eps);
+    }
     rope(s.q.data(), c.n_heads, hd, cos, sin);
     rope(s.k.data(), c.n_kv_heads, hd, cos, sin);
     std::copy(s.k.begin(), s.k.end(), cache.k(l) + static_cast<size_t>(pos) * kvd);
     std::copy(s.v.begin(), s.v.end(), cache.v(l) + static_cast<size_t>(pos) * kvd);
+    // M19: a sliding layer's query sees keys [first, pos]; the attention over them alone.
+    const int first = c.sliding(l) ? std::max(0, pos - c.sliding_window + 1) : 0;
+    const size_t off = static_cast<size_t>(first) * kvd;
+    const unsigned char* mask = cache.mask() == nullptr ? nullptr : cache.mask() + first;
     for (int h = 0; h < c.n_heads; ++h) {
       const size_t kv_off = static_cast<size_t>(h / group) * hd;
       attention_head(s.xb2.data() + static_cast<size_t>(h) * hd, s.q.data() + static_cast<size_t>(h) * hd,
-                     cache.k(l) + kv_off, cache.v(l) + kv_off, pos + 1, kvd, hd, s.att.data(), cache.mask());
+                     cache.k(l) + off + kv_off, cache.v(l) + off + kv_off, pos + 1 - first, kvd, hd, s.att.data(), mask);
     }
     matmul(s.xb.data(), s.xb2.data(), w.wo.data(), c.q_dim(), d);
+    if (c.post_norms) rmsnorm(s.xb.data(), s.xb.data(), w.post_attn_norm.data(), d, c.rms_eps);  // M16
     add_inplace(s.x.data(), s.xb.data(), d);
     rmsnorm(s.xb.data(), s.x.data(), w.ffn_norm.data(), d, c.rms_eps);
     matmul(s.hb.data(), s.xb.data(), w.w1.data(), d, c.ffn);
     matmul(s.hb2.data(), s.xb.data(), w.w3.data(), d, c.ffn);
-    swiglu(s.hb.data(), s.hb.data(), s.hb2.data(), c.ffn);
+    if (c.geglu) geglu(s.hb.data(), s.hb.data(), s.hb2.data(), c.ffn);  // M17
+    else swiglu(s.hb.data(), s.hb.data(), s.hb2.data(), c.ffn);
     matmul(s.xb.data(), s.hb.data(), w.w2.data(), c.ffn, d);
+    if (c.post_norms) rmsnorm(s.xb.data(), s.xb.data(), w.post_ffn_norm.data(), d, c.rms_eps);  // M16
     add_inplace(s.x.data(), s.xb.data(), d);
   }
   if (logits == nullptr) return;

@@ -98,9 +98,33 @@ void swiglu(T* out, const T* gate, const T* up, int n) {
   for (int j = 0; j < n; ++j) out[j] = silu(gate[j]) * up[j];
 }
 
-/// x (n,) += y (n,). The residual add of M11.
+/// tanh-GELU (Hendrycks & Gimpel 2016, the tanh form), M17, written with the one exp:
+/// 0.5·a·(1 + tanh(y)) = a / (1 + exp(-2y)) exactly in the reals, y = sqrt(2/pi)·(a + 0.044715·a³).
+/// Float ops, in order: a3 = (a·a)·a; z = fl(2·sqrt(2/pi)) · (a + fl(0.044715)·a3);
+/// out = a / (1 + exp(-z)). exp(-z) = +inf for z very negative gives -0 or +0 (the limit 0).
 template <class T>
-void add_inplace(T* x, const T* y, int n) {
+T gelu_tanh(T a) {
+  const T a3 = (a * a) * a;
+  const T z = T(1.5957691216057308f) * (a + T(0.044715f) * a3);
+  return a / (T(1) + ScalarOps<T>::exp(-z));
+}
+
+/// out (n,) = gelu_tanh(gate) * up, elementwise. M17 (GeGLU, Shazeer 2020). out may alias gate.
+template <class T>
+void geglu(T* out, const T* gate, const T* up, int n) {
+  for (int j = 0; j < n; ++j) out[j] = gelu_tanh(gate[j]) * up[j];
+}
+
+/// x (n,) *= s elementwise, one IEEE multiplication each: the embedding scale of M18.
+template <class T>
+void scale_inplace(T* x, float s, int n) {
+  for (int j = 0; j < n; ++j) x[j] = x[j] * T(s);
+}
+
+/// x (n,) += y (n,). The residual add of M11, and M14's bias add (y then the weights' scalar
+/// type, as in matmul).
+template <class T, class Y = T>
+void add_inplace(T* x, const Y* y, int n) {
   for (int j = 0; j < n; ++j) x[j] = x[j] + y[j];
 }
 

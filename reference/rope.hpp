@@ -3,6 +3,7 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <vector>
 
 #include "reference/config.hpp"
 
@@ -22,13 +23,14 @@ class RopeTable {
   static constexpr int kBlock = 4096;
 
   RopeTable() = default;
-  RopeTable(int head_dim, float theta, int max_pos);
+  RopeTable(int head_dim, float theta, int max_pos, std::vector<float> freq_factors = {});
   RopeTable(RopeTable&& o) noexcept;
   RopeTable& operator=(RopeTable&& o) noexcept;
 
   int head_dim = 0;
   int max_pos = 0;
   float theta = 0;
+  std::vector<float> freq_factors;  // (head_dim/2,) divisors of the frequencies (M20), or empty
 
   /// Row `pos` (head_dim/2 floats), computed first if need be. Precondition: 0 <= pos < max_pos.
   const float* cos_at(int pos) const { return (ensure(pos + 1), cos_.get() + static_cast<size_t>(pos) * half()); }
@@ -53,7 +55,9 @@ class RopeTable {
 };
 
 /// The table for positions [0, max_pos): angle = double(p) * pow(double(theta), -2i/head_dim),
-/// cos and sin taken in double and rounded once to float (M6); rows computed on first read.
-RopeTable make_rope_table(int head_dim, float theta, int max_pos);
+/// divided by double(freq_factors[i]) when factors are given (M20), cos and sin taken in double
+/// and rounded once to float (M6); rows computed on first read. freq_factors: empty or
+/// (head_dim/2,) finite floats > 0.
+RopeTable make_rope_table(int head_dim, float theta, int max_pos, std::vector<float> freq_factors = {});
 
 }  // namespace akv

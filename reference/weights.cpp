@@ -78,6 +78,19 @@ Weights<float> make_synthetic_weights(const Config& c, uint64_t seed) {
   const uint64_t end = 1 + 9 * static_cast<uint64_t>(c.n_layers);
   w.final_norm = norm(seed, end, c.hidden);
   w.wcls = matrix(seed, end + 1, c.vocab, c.hidden, 1.0f);
+  // The block variants' tensors (M13), after W_cls so the llama block's weights never change:
+  // layer l's ids e = end + 2 + 7l: e+0..e+2 b_q, b_k, b_v (u / 4), e+3 q_norm, e+4 k_norm,
+  // e+5 post_attn_norm, e+6 post_ffn_norm (1 + u/4); each only under its feature.
+  for (int l = 0; l < c.n_layers; ++l) {
+    const uint64_t e = end + 2 + 7 * static_cast<uint64_t>(l);
+    LayerWeights<float>& L = w.layers[static_cast<size_t>(l)];
+    if (c.qkv_bias) {
+      L.bq = matrix(seed, e + 0, 1, c.q_dim(), 0.25f), L.bk = matrix(seed, e + 1, 1, c.kv_dim(), 0.25f);
+      L.bv = matrix(seed, e + 2, 1, c.kv_dim(), 0.25f);
+    }
+    if (c.qk_norm) L.q_norm = norm(seed, e + 3, c.head_dim), L.k_norm = norm(seed, e + 4, c.head_dim);
+    if (c.post_norms) L.post_attn_norm = norm(seed, e + 5, c.hidden), L.post_ffn_norm = norm(seed, e + 6, c.hidden);
+  }
   return w;
 }
 

@@ -20,6 +20,11 @@ struct LayerWeights {
   std::vector<T> w1;         // (ffn, hidden)   gate
   std::vector<T> w2;         // (hidden, ffn)   down
   std::vector<T> w3;         // (ffn, hidden)   up
+  // Present only under the Config feature that reads them (spec/model.md M14-M16), else empty:
+  std::vector<T> bq, bk, bv;          // (q_dim,), (kv_dim,), (kv_dim,) QKV biases (M14)
+  std::vector<T> q_norm, k_norm;      // (head_dim,) each: the per-head QK-norm weights (M15)
+  std::vector<T> post_attn_norm;      // (hidden,) RMSNorm of the attention output (M16)
+  std::vector<T> post_ffn_norm;       // (hidden,) RMSNorm of the FFN output (M16)
 };
 
 template <class T>
@@ -51,8 +56,9 @@ Weights<T> convert_weights(const Weights<float>& w) {
   Weights<T> o;
   o.tok_emb = cv(w.tok_emb);
   for (const auto& l : w.layers) {
-    o.layers.push_back({cv(l.attn_norm), cv(l.wq), cv(l.wk), cv(l.wv), cv(l.wo), cv(l.ffn_norm),
-                        cv(l.w1), cv(l.w2), cv(l.w3)});
+    o.layers.push_back({cv(l.attn_norm), cv(l.wq), cv(l.wk), cv(l.wv), cv(l.wo), cv(l.ffn_norm), cv(l.w1), cv(l.w2),
+                        cv(l.w3), cv(l.bq), cv(l.bk), cv(l.bv), cv(l.q_norm), cv(l.k_norm), cv(l.post_attn_norm),
+                        cv(l.post_ffn_norm)});
   }
   o.final_norm = cv(w.final_norm);
   o.wcls = cv(w.wcls);

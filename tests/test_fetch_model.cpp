@@ -34,19 +34,20 @@ std::pair<int, std::string> run(const std::string& cmd) {
 TEST(F1_FetchModel, PinsAgreeWithTheSpec) {
   const std::string script = read_text(akv::test::source_dir() + "/scripts/fetch-model");
   const std::string spec = read_text(akv::test::source_dir() + "/spec/gguf.md");
-  std::smatch m;
-  ASSERT_TRUE(std::regex_search(script, m, std::regex("\\nSHA256=([0-9a-f]{64})\\n")));
-  const std::string sha = m[1];
-  EXPECT_EQ(sha, "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53");
-  EXPECT_NE(spec.find(sha), std::string::npos) << "spec/gguf.md F1 does not state the pinned SHA-256";
-  ASSERT_TRUE(std::regex_search(script, m, std::regex("\\nSIZE=([0-9]+)\\n")));
-  EXPECT_EQ(m[1].str(), "98362432");
-  EXPECT_NE(spec.find("98,362,432"), std::string::npos);
-  EXPECT_NE(script.find("\nVERSION=0.1.2\n"), std::string::npos);
-  // The CLI checks the cached file against the same pins before loading it.
   const std::string models = read_text(akv::test::source_dir() + "/verify/models.cpp");
-  EXPECT_NE(models.find("kRealSha256 = \"" + sha + "\""), std::string::npos) << "verify/models.cpp pins another SHA-256";
-  EXPECT_NE(models.find("kRealSize = 98362432"), std::string::npos) << "verify/models.cpp pins another size";
+  // Each real model: the script's pins, the spec's statement of them, and the CLI's own copy.
+  struct Pin {
+    const char *sha, *size, *size_text, *version;
+  };
+  for (const Pin& p : {Pin{"b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53", "98362432", "98,362,432", "0.1.2"},
+                       Pin{"a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818", "253113024", "253,113,024", "1.0.0"}}) {
+    EXPECT_NE(script.find(std::string("SHA256=") + p.sha + "\n"), std::string::npos) << p.sha;
+    EXPECT_NE(script.find(std::string("SIZE=") + p.size + "\n"), std::string::npos) << p.size;
+    EXPECT_NE(script.find(std::string("VERSION=") + p.version + "\n"), std::string::npos) << p.version;
+    EXPECT_NE(spec.find(p.sha), std::string::npos) << "spec/gguf.md F1 does not state the pinned SHA-256 " << p.sha;
+    EXPECT_NE(spec.find(p.size_text), std::string::npos) << p.size_text;
+    EXPECT_NE(models.find(std::string(p.size) + ", \"" + p.sha + "\""), std::string::npos) << "verify/models.cpp pins another size or SHA-256";
+  }
 }
 
 TEST(F1_FetchModel, TheCliRefusesACachedFileThatIsNotThePinnedOne) {

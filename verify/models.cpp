@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 
 #include "readers/tokenizer/chatml.hpp"
+#include "readers/tokenizer/gemma_chat.hpp"
 #include "readers/gguf/gguf.hpp"
 #include "readers/gguf/gguf_config.hpp"
 #include "readers/gguf/gguf_weights.hpp"
@@ -24,10 +25,25 @@ namespace akv {
 namespace {
 namespace fs = std::filesystem;
 
-// The pins of scripts/fetch-model (spec/gguf.md F1; a test keeps the two equal).
-constexpr const char* kRealFile = "SmolLM2-135M-Instruct.Q4_1.gguf";
-constexpr uint64_t kRealSize = 98362432;
-constexpr const char* kRealSha256 = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53";
+// The pins of scripts/fetch-model (spec/gguf.md F1; a test keeps the two equal): the real
+// models by name, the first the default.
+struct RealModel {
+  const char* name;
+  const char* file;
+  uint64_t size;
+  const char* sha256;
+};
+constexpr RealModel kRealModels[] = {
+    {"smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf", 98362432, "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"},
+    {"gemma3-270m", "gemma-3-270m-q4_k_m.gguf", 253113024, "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818"},
+};
+
+std::string models_dir() {
+  if (const char* m = std::getenv("AKV_MODELS"); m && *m) return m;
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return (fs::path(x) / "akv" / "models").string();
+  const char* h = std::getenv("HOME");
+  return (fs::path(h && *h ? h : "/") / ".cache" / "akv" / "models").string();
+}
 
 bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
@@ -35,10 +51,10 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 
 // Runs scripts/fetch-model (its path is compiled in) and returns what it printed, or "" when
 // the script is not there or failed (it printed its own one-line reason on stderr).
-std::string run_fetch_script() {
+std::string run_fetch_script(const std::string& name) {
   const fs::path script = fs::path(AKV_SOURCE_DIR) / "scripts" / "fetch-model";
   if (!fs::exists(script)) return "";
-  FILE* p = popen(("'" + script.string() + "'").c_str(), "r");
+  FILE* p = popen(("'" + script.string() + "' " + name).c_str(), "r");
   if (!p) return "";
   std::string out;
   std::array<char, 4096> buf{};
@@ -50,10 +66,11 @@ std::string run_fetch_script() {
 }
 
 // The cached default model, verified against the pins; fetched once when missing.
-std::string real_model_file() {
-  std::string path = default_real_model_path();
+std::string real_model_file(const RealModel& r) {
+  const char* kDefaultRealModel = r.name;
+  std::string path = (fs::path(models_dir()) / r.file).string();
   if (!fs::exists(path)) {
-    const std::string fetched = run_fetch_script();
+    const std::string fetched = run_fetch_script(r.name);
     if (fetched.empty() || !fs::exists(fetched))
       throw Error(ErrorCode::kBadModel,
                   fmt::format("model '{}': {} is not in the model cache and could not be fetched; run "
@@ -62,8 +79,7 @@ std::string real_model_file() {
     path = fetched;
   }
   const auto bytes = model::map_file(path);
-  if (bytes->size() != kRealSize ||
-      sha256_hex({bytes->data(), static_cast<size_t>(bytes->size())}) != kRealSha256)
+  if (bytes->size() != r.size || sha256_hex({bytes->data(), static_cast<size_t>(bytes->size())}) != r.sha256)
     throw Error(ErrorCode::kBadModel,
                 fmt::format("model '{}': {} does not match the pinned size and SHA-256 (spec/gguf.md F1); delete it "
                             "and run scripts/fetch-model",
@@ -82,10 +98,25 @@ void check_vocab(const LoadedModel& m, const std::string& file) {
                             file, model, tok, model, tok - 1));
 }
 
+// The chat encoder of a GGUF file, by its tokenizer and architecture (spec/tokenizer.md CT1,
+// CT12): byte-level BPE with ChatML; SentencePiece with Gemma's turns for gemma3. Any other
+// pairing is refused naming both.
+std::shared_ptr<const ChatEncoder> gguf_encoder(const model::GgufFile& f) {
+  const std::string tok(f.get_string("tokenizer.ggml.model"));
+  const std::string arch(f.get_string("general.architecture"));
+  if (tok == "llama") {
+    if (arch == "gemma3") return model::make_gemma_encoder(f);
+    throw Error(ErrorCode::kBadModel, fmt::format("{}: tokenizer 'llama' (SentencePiece) with architecture '{}': akv has no chat "
+                                                  "template for it (SentencePiece models: gemma3, spec/tokenizer.md CT12)",
+                                                  f.name(), arch.substr(0, 40)));
+  }
+  return model::make_chatml_encoder(f);
+}
+
 LoadedModel load_gguf(const std::string& path, const std::string& name) {
   LoadedModel m;
   const model::GgufFile f = model::GgufFile::open(path);
-  m.encoder = model::make_chatml_encoder(f);  // the tokenizer first: it fails fast on a bad file
+  m.encoder = gguf_encoder(f);  // the tokenizer first: it fails fast on a bad file
   m.model = model::load_gguf_model(f, name);
   check_vocab(m, path);
   m.name = name;
@@ -119,7 +150,7 @@ LoadedModel load_hf(const std::string& dir) {
 
 std::vector<std::string> model_names() {
   std::vector<std::string> n = config_names();
-  n.push_back(kDefaultRealModel);
+  for (const RealModel& r : kRealModels) n.push_back(r.name);
   return n;
 }
 
@@ -131,21 +162,17 @@ std::vector<std::string> model_forms() {
   return n;
 }
 
-std::string default_real_model_path() {
-  fs::path dir;
-  if (const char* m = std::getenv("AKV_MODELS"); m && *m) {
-    dir = m;
-  } else if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) {
-    dir = fs::path(x) / "akv" / "models";
-  } else {
-    const char* h = std::getenv("HOME");
-    dir = fs::path(h && *h ? h : "/") / ".cache" / "akv" / "models";
-  }
-  return (dir / kRealFile).string();
+std::string default_real_model_path() { return real_model_path(kDefaultRealModel); }
+
+std::string real_model_path(const std::string& name) {
+  for (const RealModel& r : kRealModels)
+    if (name == r.name) return (fs::path(models_dir()) / r.file).string();
+  throw Error(ErrorCode::kUnknownModel, "unknown real model '" + name + "'");
 }
 
 LoadedModel load_model(const std::string& spec, uint64_t seed) {
-  if (spec == kDefaultRealModel) return load_gguf(real_model_file(), kDefaultRealModel);
+  for (const RealModel& r : kRealModels)
+    if (spec == r.name) return load_gguf(real_model_file(r), r.name);
   if (ends_with(spec, ".gguf")) return load_gguf(spec, spec);
   if (fs::is_directory(spec)) return load_hf(spec);
   const auto synthetic = [&](const Config& c) {

@@ -24,7 +24,8 @@ struct LoadedModel {
 /// The name of akv's default real model (SmolLM2-135M-Instruct, Q4_1 GGUF; spec/gguf.md F1).
 inline constexpr const char* kDefaultRealModel = "smollm2";
 
-/// Names `--model` accepts besides a path: the synthetic configs, then "smollm2".
+/// Names `--model` accepts besides a path: the synthetic configs (with the block variants
+/// tiny-qwen2, tiny-qwen3, tiny-gemma3, tiny-llama3), then the real models "smollm2", "gemma3-270m".
 std::vector<std::string> model_names();
 
 /// Every form `--model` accepts, for help and docs: model_names(), then "PATH.gguf" (a GGUF
@@ -36,9 +37,9 @@ std::vector<std::string> model_forms();
 ///   "tiny" | "small" | "bench"  the synthetic model (M3) with weight seed `seed`, fixture encoder;
 ///   "synthetic:hidden=..,..."   a synthetic model of that shape (spec/model.md M12), the same way;
 ///                               a malformed one is Error(kBadInput) naming the field;
-///   "smollm2"                   the cached real model file (fetched with scripts/fetch-model
-///                               when missing), BPE + ChatML encoder (spec/tokenizer.md);
-///   a path ending in ".gguf"    that llama-arch GGUF file, its own tokenizer and template;
+///   "smollm2", "gemma3-270m"    the cached real model file (fetched with scripts/fetch-model NAME
+///                               when missing): BPE + ChatML, SentencePiece + Gemma turns (spec/tokenizer.md);
+///   a path ending in ".gguf"    that GGUF file (llama, qwen2, qwen3, gemma3), its own tokenizer and template;
 ///   a folder                    a Hugging Face model (config.json + safetensors, spec/safetensors.md)
 ///                               with its tokenizer.json and tokenizer_config.json's chat template.
 /// Throws Error(kUnknownModel) for any other name (listing the names), Error(kBadModel) for
@@ -48,5 +49,9 @@ LoadedModel load_model(const std::string& spec, uint64_t seed = 1);
 /// The path of the cached default real model: $AKV_MODELS, else $XDG_CACHE_HOME/akv/models,
 /// else $HOME/.cache/akv/models, + "/SmolLM2-135M-Instruct.Q4_1.gguf" (spec/gguf.md F1).
 std::string default_real_model_path();
+
+/// The cached file of real model `name` (smollm2, gemma3-270m; scripts/fetch-model NAME), which
+/// may not exist yet. Error(kUnknownModel) for another name.
+std::string real_model_path(const std::string& name);
 
 }  // namespace akv

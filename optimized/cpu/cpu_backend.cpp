@@ -7,6 +7,7 @@
 #include <mutex>
 
 #include "reference/error.hpp"
+#include "reference/ops.hpp"
 #include "reference/strict.hpp"
 
 namespace akv::cpu {
@@ -112,6 +113,8 @@ void CpuBackend::forward_batch(std::span<const BatchItem> items) {
     for (const BatchItem& it : items)
       for (Token t : it.tokens) std::copy_n(emb + static_cast<size_t>(t) * d, d, x_.data() + static_cast<size_t>(r++) * d);
   }
+  if (c.embed_scale != 0.0f)  // M18: the row times one float, as the reference
+    for (size_t i = 0; i < R * d; ++i) x_[i] = x_[i] * c.embed_scale;
   auto matmul = [&](const float* X, size_t ldx, const PackedMatrix& W, float* Y, size_t ldy) {
     pool_.run(W.panels(), [&](int p0, int p1) { k.matmul(X, ldx, rows, W, p0, p1, Y, ldy); });
   };
@@ -124,11 +127,11 @@ void CpuBackend::forward_batch(std::span<const BatchItem> items) {
     if (observer_) observer_({op, layer, buf.data(), n, width, static_cast<size_t>(ld)});
   };
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-  const RopeTable& rope = *model_->rope;
 
   for (int l = 0; l < c.n_layers; ++l) {
     const LayerWeights<float>& w = model_->weights.layers[l];
     const PackedModel::Layer& P = packed_->layers[l];
+    const RopeTable& rope = model_->rope_for(l);  // M19
     per_row([&](int r) {
       k.rmsnorm(xb_.data() + static_cast<size_t>(r) * d, x_.data() + static_cast<size_t>(r) * d, w.attn_norm.data(), d,
                 c.rms_eps);
@@ -139,6 +142,13 @@ void CpuBackend::forward_batch(std::span<const BatchItem> items) {
     per_row([&](int r) {
       float* q = qkv_.data() + static_cast<size_t>(r) * qkvd;
       const int pos = row_pos_[r];
+      if (c.qkv_bias) {  // M14: the fused row q | k | v takes b_q | b_k | b_v
+        k.add(q, w.bq.data(), qd), k.add(q + qd, w.bk.data(), kvd), k.add(q + qd + kvd, w.bv.data(), kvd);
+      }
+      if (c.qk_norm) {  // M15: each head of q and k normalised in place (K3's rmsnorm, out aliases x)
+        for (int h = 0; h < c.n_heads; ++h) k.rmsnorm(q + h * hd, q + h * hd, w.q_norm.data(), hd, c.rms_eps);
+        for (int h = 0; h < c.n_kv_heads; ++h) k.rmsnorm(q + qd + h * hd, q + qd + h * hd, w.k_norm.data(), hd, c.rms_eps);
+      }
       k.rope(q, c.n_heads, hd, rope.cos_at(pos), rope.sin_at(pos));
       k.rope(q + qd, c.n_kv_heads, hd, rope.cos_at(pos), rope.sin_at(pos));
       KVCache& cache = *items[row_item_[r]].cache;
@@ -150,6 +160,34 @@ void CpuBackend::forward_batch(std::span<const BatchItem> items) {
     // passes over the cache (K4); blocks are taken from both ends alternately so that contiguous
     // thread ranges get similar causal work. Neither the blocks nor their order change a bit (K8).
     const int n_blocks = static_cast<int>(blocks_.size());
+    if (c.sliding(l)) {
+      // M19: each (token, KV head) alone over its window's keys [first, pos]: the cache rows from
+      // `first` are the item's keys 0..pos-first, a function of pos and the window only, so the
+      // bits do not depend on which tokens share a call (K8).
+      pool_.run(rows * c.n_kv_heads, [&](int b, int e) {
+        for (int i = b; i < e; ++i) {
+          const int r = i / c.n_kv_heads, g = i % c.n_kv_heads, pos = row_pos_[r];
+          const int first = std::max(0, pos - c.sliding_window + 1);
+          KVCache& cache = *items[row_item_[r]].cache;
+          const size_t off = static_cast<size_t>(first) * kvd + static_cast<size_t>(g) * hd;
+          AttnArgs a;
+          a.q = qkv_.data() + static_cast<size_t>(r) * qkvd + static_cast<size_t>(g) * group * hd;
+          a.k = cache.k(l) + off;
+          a.v = cache.v(l) + off;
+          a.out = att_.data() + static_cast<size_t>(r) * qd + static_cast<size_t>(g) * group * hd;
+          a.pos = pos - first;
+          a.stride = kvd;
+          a.head_dim = hd;
+          a.group = group;
+          a.scale = scale;
+          a.rows = 1;
+          a.q_stride = static_cast<size_t>(qkvd);
+          a.out_stride = static_cast<size_t>(qd);
+          a.mask = cache.mask() == nullptr ? nullptr : cache.mask() + first;
+          k.attention(a);
+        }
+      });
+    } else
     pool_.run(n_blocks * c.n_kv_heads, [&](int b, int e) {
       for (int i = b; i < e; ++i) {
         const int j = i / c.n_kv_heads, g = i % c.n_kv_heads;
@@ -177,6 +215,7 @@ void CpuBackend::forward_batch(std::span<const BatchItem> items) {
     step("matmul (wo)", l, xb_, rows, d, d);
     per_row([&](int r) {
       float* x = x_.data() + static_cast<size_t>(r) * d;
+      if (c.post_norms) k.rmsnorm(xb_.data() + static_cast<size_t>(r) * d, xb_.data() + static_cast<size_t>(r) * d, w.post_attn_norm.data(), d, c.rms_eps);  // M16
       k.add(x, xb_.data() + static_cast<size_t>(r) * d, d);
       k.rmsnorm(xb_.data() + static_cast<size_t>(r) * d, x, w.ffn_norm.data(), d, c.rms_eps);
     });
@@ -186,12 +225,17 @@ void CpuBackend::forward_batch(std::span<const BatchItem> items) {
     step("matmul (w1, w3)", l, h_, rows, 2 * ffn, 2 * ffn);
     per_row([&](int r) {
       float* h = h_.data() + static_cast<size_t>(r) * 2 * ffn;
-      k.swiglu(h, h, h + ffn, ffn);
+      if (c.geglu) ref::geglu(h, h, h + ffn, ffn);  // M17: the reference's scalar op, akv::exp
+      else k.swiglu(h, h, h + ffn, ffn);
     });
     step("swiglu", l, h_, rows, ffn, 2 * ffn);
     matmul(h_.data(), 2 * ffn, P.w2, xb_.data(), d);
     step("matmul (w2)", l, xb_, rows, d, d);
-    per_row([&](int r) { k.add(x_.data() + static_cast<size_t>(r) * d, xb_.data() + static_cast<size_t>(r) * d, d); });
+    per_row([&](int r) {
+      float* y = xb_.data() + static_cast<size_t>(r) * d;
+      if (c.post_norms) k.rmsnorm(y, y, w.post_ffn_norm.data(), d, c.rms_eps);  // M16
+      k.add(x_.data() + static_cast<size_t>(r) * d, y, d);
+    });
     step("add (ffn residual)", l, x_, rows, d, d);
   }
   // Final RMSNorm and classifier on the wanted rows only, packed densely: a row's bits do not

@@ -39,8 +39,7 @@ void check_all_used(const GgufFile& f, const std::set<std::string>& used, const 
     const std::string name(t.name);
     if (used.count(name)) continue;
     std::string why = "not part of the llama model akv runs (spec/gguf.md C4)";
-    if (name == "rope_freqs.weight") why = "per-dimension RoPE frequency factors (Llama 3.1 RoPE scaling) are not implemented";
-    else if (name.ends_with(".bias")) why = "a bias is not part of akv's llama block (Qwen2's attention biases are not implemented)";
+    if (name.ends_with(".bias")) why = "a bias is not part of akv's " + c.arch + " block";
     else if (name.starts_with("blk.")) {
       const size_t dot = name.find('.', 4);
       const std::string layer = name.substr(4, dot == std::string::npos ? std::string::npos : dot - 4);
@@ -83,18 +82,34 @@ Weights<float> weights_from_gguf(const GgufFile& f, const Config& c) {
     const std::string b = "blk." + std::to_string(l) + ".";
     LayerWeights<float> L;
     L.attn_norm = load(b + "attn_norm.weight", {h});
-    L.wq = unpermute(load(b + "attn_q.weight", {h, q}), c.q_dim(), c.hidden, c.head_dim);
-    L.wk = unpermute(load(b + "attn_k.weight", {h, kv}), c.kv_dim(), c.hidden, c.head_dim);
+    // C3: llama.cpp's converter permutes Q/K rows for the llama architecture only; qwen2, qwen3
+    // and gemma3 run rotate-half (NEOX) RoPE and keep Hugging Face's row order.
+    L.wq = load(b + "attn_q.weight", {h, q});
+    L.wk = load(b + "attn_k.weight", {h, kv});
+    if (c.arch == "llama") {
+      L.wq = unpermute(L.wq, c.q_dim(), c.hidden, c.head_dim);
+      L.wk = unpermute(L.wk, c.kv_dim(), c.hidden, c.head_dim);
+    }
     L.wv = load(b + "attn_v.weight", {h, kv});
     L.wo = load(b + "attn_output.weight", {q, h});
     L.ffn_norm = load(b + "ffn_norm.weight", {h});
     L.w1 = load(b + "ffn_gate.weight", {h, ffn});
     L.w2 = load(b + "ffn_down.weight", {ffn, h});
     L.w3 = load(b + "ffn_up.weight", {h, ffn});
+    const auto hd = static_cast<uint64_t>(c.head_dim);
+    if (c.qkv_bias) {  // M14
+      L.bq = load(b + "attn_q.bias", {q}), L.bk = load(b + "attn_k.bias", {kv}), L.bv = load(b + "attn_v.bias", {kv});
+    }
+    if (c.qk_norm) L.q_norm = load(b + "attn_q_norm.weight", {hd}), L.k_norm = load(b + "attn_k_norm.weight", {hd});  // M15
+    if (c.post_norms) {  // M16
+      L.post_attn_norm = load(b + "post_attention_norm.weight", {h});
+      L.post_ffn_norm = load(b + "post_ffw_norm.weight", {h});
+    }
     w.layers.push_back(std::move(L));
   }
   w.final_norm = load("output_norm.weight", {h});
   if (!c.tied_output) w.wcls = load("output.weight", {h, v});  // tied: classifier() reads tok_emb
+  if (!c.rope_freq_factors.empty()) used.insert("rope_freqs.weight");  // read by config_from_gguf (M20)
   check_all_used(f, used, c);
   return w;
 }
@@ -108,7 +123,8 @@ std::shared_ptr<const Model> load_gguf_model(const GgufFile& f, const std::strin
   auto m = std::make_shared<Model>();
   m->config = c;
   m->weights = weights_from_gguf(f, c);
-  m->rope = std::make_shared<const RopeTable>(make_rope_table(c.head_dim, c.rope_theta, c.max_ctx));
+  m->rope = make_global_rope(c);
+  m->rope_local = make_local_rope(c);
   return m;
 }
 

@@ -46,6 +46,10 @@ void attention_head(Aff* out, const Aff* q, const Aff* k, const Aff* v, int n_po
                     Aff* att, const unsigned char* mask = nullptr);
 /// M10 out = silu(gate) * up, elementwise (out may alias gate). Rounding: B8 over the box.
 void swiglu(Aff* out, const Aff* gate, const Aff* up, int n);
+/// M17 GeGLU and M18's embedding scale: the end-to-end bounds cover the llama block only
+/// (Config::extended() models are refused before any forward); each throws std::logic_error.
+void geglu(Aff* out, const Aff* gate, const Aff* up, int n);
+void scale_inplace(Aff* x, float s, int n);
 /// M11 residual x += y: one IEEE addition each, rounding u |x + y| (A1; no underflow error).
 void add_inplace(Aff* x, const Aff* y, int n);
 

@@ -257,6 +257,7 @@ class CudaBackend final : public Backend {
 }  // namespace
 
 std::unique_ptr<Backend> make_cuda_backend(std::shared_ptr<const Model> model, int device) {
+  require_llama_block(model->config, "cuda");
   return std::make_unique<CudaBackend>(std::move(model), device);
 }
 
