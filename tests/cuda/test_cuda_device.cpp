@@ -174,6 +174,7 @@ TEST(G10_DeviceEqualsEmu, DecodeGraphsAndBatches) {
   }
   {
     std::vector<KVCache> dc, ec;
+    dc.reserve(3), ec.reserve(3);  // the caches never move: each keeps its mirror
     const size_t hist[3] = {0, 40, 300};
     for (size_t h : hist) {
       dc.emplace_back(model->config), ec.emplace_back(model->config);
