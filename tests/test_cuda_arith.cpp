@@ -11,6 +11,7 @@
 
 #include "harness_support.hpp"
 #include "optimized/cuda/arith/attention.hpp"
+#include "optimized/cuda/arith/gemm.hpp"
 #include "optimized/cuda/arith/rmsnorm.hpp"
 #include "optimized/cuda/emu/emu_ops.hpp"
 #include "reference/ops.hpp"
@@ -55,21 +56,93 @@ TEST(G2_Matmul, ProductsEnterTheChainWithOneRounding) {
 }
 
 TEST(G2_Matmul, RowsTilesAndBatchDoNotMatter) {
-  // Every output is dot_chain(W row, X row) whatever M, the tile sizes, or which other rows
-  // (another session's tokens) share the launch.
+  // Every output is dot_splitk(W row, X row, n, d) whatever M, the tile sizes, or which other
+  // rows (another session's tokens) share the launch. n = 300, d = 77: 7 chunks of 48 and 12.
   const int n = 300, d = 77;
+  ASSERT_EQ(cuda::splitk_chunks(n, d), 7);
   const auto X = reals(static_cast<size_t>(200) * n, 3, 2.0f), W = reals(static_cast<size_t>(d) * n, 4, 0.1f);
-  std::vector<float> chain(static_cast<size_t>(200) * d);
+  std::vector<float> split(static_cast<size_t>(200) * d), chain(split.size());
   for (int m = 0; m < 200; ++m)
-    for (int i = 0; i < d; ++i)
-      chain[static_cast<size_t>(m) * d + i] = cuda::dot_chain(W.data() + static_cast<size_t>(i) * n, X.data() + static_cast<size_t>(m) * n, n);
-  EXPECT_TRUE(same_bits(gemm(X, W, 200, n, d), chain));
+    for (int i = 0; i < d; ++i) {
+      const float* w = W.data() + static_cast<size_t>(i) * n;
+      const float* x = X.data() + static_cast<size_t>(m) * n;
+      split[static_cast<size_t>(m) * d + i] = cuda::dot_splitk(w, x, n, d);
+      chain[static_cast<size_t>(m) * d + i] = cuda::dot_chain(w, x, n);
+    }
+  EXPECT_TRUE(same_bits(gemm(X, W, 200, n, d), split));
+  EXPECT_FALSE(same_bits(split, chain)) << "the split order must differ from the single chain somewhere";
   for (emu::GemmTiles t : {emu::GemmTiles{1, 1, 1}, {16, 128, 7}, {128, 8, 64}, {3, 5, 300}})
-    EXPECT_TRUE(same_bits(gemm(X, W, 200, n, d, t), chain)) << t.bm << "," << t.bn << "," << t.bk;
+    EXPECT_TRUE(same_bits(gemm(X, W, 200, n, d, t), split)) << t.bm << "," << t.bn << "," << t.bk;
   // Row 150 alone, and rows 100..199 in a launch of their own: the same bits.
   const std::vector<float> row(X.begin() + 150 * n, X.begin() + 151 * n), tail(X.begin() + 100 * n, X.end());
-  EXPECT_TRUE(same_bits(gemm(row, W, 1, n, d), std::vector<float>(chain.begin() + 150 * d, chain.begin() + 151 * d)));
-  EXPECT_TRUE(same_bits(gemm(tail, W, 100, n, d), std::vector<float>(chain.begin() + 100 * d, chain.end())));
+  EXPECT_TRUE(same_bits(gemm(row, W, 1, n, d), std::vector<float>(split.begin() + 150 * d, split.begin() + 151 * d)));
+  EXPECT_TRUE(same_bits(gemm(tail, W, 100, n, d), std::vector<float>(split.begin() + 100 * d, split.end())));
+}
+
+TEST(G2_Matmul, WideOutputsKeepTheSingleChain) {
+  // d > kSplitKMaxD: one chunk, the plain chain, for every M and tile size.
+  const int n = 200, d = cuda::kSplitKMaxD + 3, M = 3;
+  ASSERT_EQ(cuda::splitk_chunks(n, d), 1);
+  const auto X = reals(static_cast<size_t>(M) * n, 8, 2.0f), W = reals(static_cast<size_t>(d) * n, 9, 0.1f);
+  std::vector<float> chain(static_cast<size_t>(M) * d);
+  for (int m = 0; m < M; ++m)
+    for (int i = 0; i < d; ++i)
+      chain[static_cast<size_t>(m) * d + i] = cuda::dot_chain(W.data() + static_cast<size_t>(i) * n, X.data() + static_cast<size_t>(m) * n, n);
+  EXPECT_TRUE(same_bits(gemm(X, W, M, n, d), chain));
+  EXPECT_TRUE(same_bits(gemm(X, W, M, n, d, {2, 9, 5}), chain));
+}
+
+TEST(G2_Matmul, SplitKAddsTheChunkSumsInChunkOrder) {
+  // n = 32, d = 1: two chunks of 16. x = (2^24, 1 x 31), w = 1. The single chain rounds each
+  // +1 to 2^24 back to 2^24 (ties to even): 2^24. Chunk 0 gives 2^24 too, chunk 1 gives 16
+  // exactly, and their sum 2^24 + 16 is exact. The device and the emulation must give the
+  // latter; an emulation without the split gives the former and fails here.
+  ASSERT_EQ(cuda::splitk_chunks(32, 1), 2);
+  ASSERT_EQ(cuda::splitk_len(32, 1), 16);
+  std::vector<float> x(32, 1.0f), w(32, 1.0f);
+  x[0] = 16777216.0f;
+  EXPECT_EQ(cuda::dot_chain(w.data(), x.data(), 32), 16777216.0f);
+  EXPECT_EQ(cuda::dot_splitk(w.data(), x.data(), 32, 1), 16777216.0f + 16.0f);
+  EXPECT_EQ(gemm(x, w, 1, 32, 1)[0], 16777216.0f + 16.0f);
+  // Order of the chunk sums: p = (2^24, 1, 1) in chunk order is 2^24 (each +1 a tie to even);
+  // a tree or a reversed order would give 2^24 + 2.
+  const float p[3] = {16777216.0f, 1.0f, 1.0f};
+  EXPECT_EQ(cuda::splitk_combine(p, 1, 3), 16777216.0f);
+}
+
+TEST(G2_Matmul, TheSplitIsAFunctionOfNAndDWithNonemptyChunks) {
+  // The model shapes: SmolLM2-135M (hidden 576, kv 192, FFN 1536, vocab 49152), `bench`
+  // (768, 256, 2048, vocab 288), `small` and `tiny`.
+  EXPECT_EQ(cuda::splitk_chunks(1536, 576), 8);   // SmolLM2 down: 8 x 192
+  EXPECT_EQ(cuda::splitk_len(1536, 576), 192);
+  EXPECT_EQ(cuda::splitk_chunks(576, 192), 8);    // SmolLM2 k/v: 7 x 80 + 16
+  EXPECT_EQ(cuda::splitk_chunks(576, 1536), 1);   // gate/up: wide, one chain
+  EXPECT_EQ(cuda::splitk_chunks(576, 49152), 1);  // SmolLM2 logits: wide
+  EXPECT_EQ(cuda::splitk_chunks(2048, 768), 8);   // bench down: 8 x 256
+  EXPECT_EQ(cuda::splitk_len(2048, 768), 256);
+  EXPECT_EQ(cuda::splitk_chunks(768, 288), 8);    // bench logits: 8 x 96
+  EXPECT_EQ(cuda::splitk_chunks(688, 256), 8);    // small down: 7 x 96 + 16
+  EXPECT_EQ(cuda::splitk_chunks(32, 288), 2);     // tiny logits: 2 x 16
+  EXPECT_EQ(cuda::splitk_chunks(16, 32), 1);      // n <= kSplitKAlign: one chain
+  EXPECT_EQ(cuda::splitk_chunks(0, 32), 1);
+  // For every n up to 20000: 1 <= S <= 8, chunks nonempty, aligned starts, and the rounding
+  // count of spec/bounds.md B1's proof for the split order, L + S - 1 <= n.
+  for (int d : {1, 77, 288, cuda::kSplitKMaxD, cuda::kSplitKMaxD + 1})
+    for (int n = 0; n <= 20000; ++n) {
+      const int L = cuda::splitk_len(n, d), S = cuda::splitk_chunks(n, d);
+      ASSERT_GE(S, 1);
+      ASSERT_LE(S, cuda::kSplitKMaxChunks);
+      if (n == 0) continue;
+      ASSERT_GT(n - (S - 1) * L, 0) << n << "," << d;  // the last chunk is nonempty
+      ASSERT_LE(n - (S - 1) * L, L) << n << "," << d;
+      ASSERT_LE(L + S - 1, n) << n << "," << d;
+      if (S > 1) {
+        ASSERT_EQ(L % cuda::kSplitKAlign, 0) << n << "," << d;
+      }
+      if (d > cuda::kSplitKMaxD || n <= cuda::kSplitKAlign) {
+        ASSERT_EQ(S, 1) << n << "," << d;
+      }
+    }
 }
 
 // --- G3: RMSNorm ------------------------------------------------------------------------------

@@ -6,15 +6,22 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <limits>
+
+#include <nlohmann/json.hpp>
 
 #include "optimized/cuda/arith/gemm.hpp"
 #include "optimized/cuda/emu/emu_backend.hpp"
 #include "reference/error.hpp"
 #include "bounds_support.hpp"
 #include "support.hpp"
+#include "harness_support.hpp"
 #include "verify/backends.hpp"
+#include "verify/check/invariance.hpp"
+#include "verify/check/variants.hpp"
 #include "verify/check/per_op.hpp"
 #include "verify/check/run.hpp"
 #include "verify/compare.hpp"
@@ -44,6 +51,69 @@ TEST(G9_Registry, CudaEmuIsListedAndCudaOnlyWithADevice) {
   EXPECT_EQ(be->name(), "cuda-emu");
   if (std::find(names.begin(), names.end(), "cuda") == names.end()) {
     EXPECT_THROW(make_backend("cuda", test::tiny()), Error);  // not built, or no device here
+  }
+}
+
+// E1 and I1 through cuda-emu on every bundled conversation (tiny model): evicting the middle
+// span equals never having seen it (both sessions on one backend; G8_Mirror runs three
+// victims on the device), and the whole conversation in one call equals it span by span with
+// the last five tokens decoded one at a time (cache bytes and logits). Split-K (G2) runs in
+// every matmul of tiny (n = 32 and 64: two and four chunks). About 4 forward passes of each
+// conversation: the scalar emulation's attention is quadratic in its length.
+class G9_BundledConversation : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(G9_BundledConversation, EvictEqualsNeverAndChunkingsAgree) {
+  const auto spans = test::spans_of(GetParam());
+  ASSERT_GE(spans.size(), 3u) << GetParam();
+  const size_t victim = spans.size() / 2;
+  test::expect_passed(check::evict_equals_never(check::variant("cuda_emu"), test::tiny(), spans, {victim},
+                                                GetParam() + " span " + std::to_string(victim), false));
+  std::vector<Token> all;
+  std::vector<size_t> chunks;
+  for (const auto& sp : spans) all.insert(all.end(), sp.begin(), sp.end()), chunks.push_back(sp.size());
+  for (int i = 0; i < 5 && chunks.back() > 1; ++i) --chunks.back(), chunks.push_back(1);
+  auto b = emu();
+  EXPECT_EQ(check::run_diff(check::run_chunked(*b, all, {all.size()}), check::run_chunked(*b, all, chunks)), "")
+      << "one call vs span by span with a decode tail";
+}
+
+INSTANTIATE_TEST_SUITE_P(Bundled, G9_BundledConversation, ::testing::ValuesIn(test::bundled_conversations()),
+                         [](const auto& i) { return i.param.substr(0, 4); });
+
+// --- G9: golden digests of cuda-emu's bits (the device's by G10) ------------------------------
+
+// SHA-256 of the cache and logits of two fixed cases (tiny: ja01 with span 2 evicted; small:
+// 300 tokens in one call), checked in at tests/golden/cuda-emu.json. Any change of the CUDA
+// arithmetic fails here until the goldens are deliberately regenerated (AKV_UPDATE_GOLDENS=1),
+// and the commit says which changed and why (spec/kernels-cuda.md G9).
+TEST(G9_Golden, DigestsMatchTheCheckedInGoldens) {
+  const std::string path = test::source_dir() + "/tests/golden/cuda-emu.json";
+  struct Case { std::string name, cache, logits; };
+  std::vector<Case> cases;
+  {
+    auto b = emu(test::tiny());
+    Session s(*b);
+    test::build(s, test::spans_of("ja01_banking_bill_important_instructions.json"));
+    s.evict(2);
+    cases.push_back({"tiny_ja01_evict2", cache_sha256(s.cache()), sha256_floats(s.logits())});
+  }
+  {
+    auto b = emu(check::small_model());
+    const auto t = test::tokens(300, 9, b->model().config.vocab);
+    const check::Run r = check::run_chunked(*b, t, {300});
+    cases.push_back({"small_300_tokens", cache_sha256(r.cache), sha256_floats(r.logits)});
+  }
+  nlohmann::json j;
+  if (std::ifstream in(path); in) in >> j;
+  if (std::getenv("AKV_UPDATE_GOLDENS")) {
+    for (const Case& c : cases) j["cases"][c.name] = {{"cache_sha256", c.cache}, {"logits_sha256", c.logits}};
+    std::ofstream(path) << j.dump(2) << "\n";
+    GTEST_SKIP() << "AKV_UPDATE_GOLDENS: wrote " << path;
+  }
+  for (const Case& c : cases) {
+    ASSERT_TRUE(j["cases"].contains(c.name)) << "no golden for " << c.name << " in " << path;
+    EXPECT_EQ(j["cases"][c.name]["cache_sha256"], c.cache) << c.name << ": the CUDA numerics changed";
+    EXPECT_EQ(j["cases"][c.name]["logits_sha256"], c.logits) << c.name << ": the CUDA numerics changed";
   }
 }
 

@@ -32,9 +32,9 @@ using cuda::dev::check;
 using cuda::dev::GemmBatch;
 
 namespace {
-GemmBatch gemm_one(float* out, const float* W, int d) {
+GemmBatch gemm_one(float* out, const float* W, int d, float* work, size_t work_floats) {
   GemmBatch b;
-  b.count = 1, b.W[0] = W, b.out[0] = out, b.d[0] = d;
+  b.count = 1, b.W[0] = W, b.out[0] = out, b.d[0] = d, b.work = work, b.work_floats = work_floats;
   return b;
 }
 }  // namespace
@@ -170,12 +170,12 @@ int main(int argc, char** argv) {
     for (size_t i = 0; i < hx.size(); ++i) hx[i] = float(int(i % 17) - 8) / 8.0f + float(i % 5) * 1e-3f;
     for (size_t i = 0; i < hw.size(); ++i) hw[i] = float(int(i % 13) - 6) / 16.0f + float(i % 7) * 1e-3f;
     const size_t outs = static_cast<size_t>(M) * s.d;
-    Buffer<float> x(hx), w(hw), out(outs);
+    Buffer<float> x(hx), w(hw), out(outs), work(cuda::dev::gemm_work_floats(M, s.n, s.d));  // split-K partials (G2)
     std::vector<float> first(outs), other(outs);
     const double flop = 2.0 * M * s.n * s.d;
     for (int v = cuda::kGemmVariantCount - 1; v >= 0; --v) {  // the last first: the one compared against
       cuda::dev::fill(out.get(), outs, std::numeric_limits<float>::quiet_NaN(), nullptr);
-      cuda::dev::gemm_variant(v, out.get(), x.get(), w.get(), M, s.n, s.d, nullptr);
+      cuda::dev::gemm_variant(v, out.get(), x.get(), w.get(), M, s.n, s.d, work.get(), work.size(), nullptr);
       check(cudaMemcpy((v == cuda::kGemmVariantCount - 1 ? first : other).data(), out.get(), outs * sizeof(float),
                        cudaMemcpyDeviceToHost), "download");
       if (v != cuda::kGemmVariantCount - 1 && std::memcmp(first.data(), other.data(), outs * sizeof(float)) != 0) {
@@ -185,12 +185,12 @@ int main(int argc, char** argv) {
     }
     for (int v = 0; v < cuda::kGemmVariantCount; ++v)
       variant_gf[v].push_back(
-          flop / time_ms([&] { cuda::dev::gemm_variant(v, out.get(), x.get(), w.get(), M, s.n, s.d, nullptr); }, args.reps) /
+          flop / time_ms([&] { cuda::dev::gemm_variant(v, out.get(), x.get(), w.get(), M, s.n, s.d, work.get(), work.size(), nullptr); }, args.reps) /
           1e6);
-    const int pick = cuda::dev::gemm_variant_for(gemm_one(out.get(), w.get(), s.d), x.get(), M, s.n, nullptr);
+    const int pick = cuda::dev::gemm_variant_for(gemm_one(out.get(), w.get(), s.d, work.get(), work.size()), x.get(), M, s.n, nullptr);
     // Row-major out (M, d) = X (M, n) W^T is column-major out^T (d, M) = W (as op T) X^T.
     const float one = 1.0f, zero = 0.0f;
-    const auto ours = [&] { cuda::dev::gemm(out.get(), x.get(), w.get(), M, s.n, s.d, nullptr); };
+    const auto ours = [&] { cuda::dev::gemm(out.get(), x.get(), w.get(), M, s.n, s.d, work.get(), work.size(), nullptr); };
     const auto blas = [&] {
       cublas_check(cublasSgemm(h, CUBLAS_OP_T, CUBLAS_OP_N, s.d, M, s.n, &one, w.get(), s.n, x.get(), s.n, &zero,
                                out.get(), s.d), "sgemm");
@@ -224,6 +224,8 @@ int main(int argc, char** argv) {
         b.W[b.count] = w.get() + woff, b.out[b.count] = out.get() + ooff, b.d[b.count] = d, ++b.count;
         woff += static_cast<size_t>(d) * f.n, ooff += static_cast<size_t>(M) * d;
       }
+      Buffer<float> work(cuda::dev::gemm_work_floats(b, M, f.n));
+      b.work = work.get(), b.work_floats = work.size();
       const float one = 1.0f, zero = 0.0f;
       const auto ours = [&] { cuda::dev::gemm_batch(b, x.get(), M, f.n, nullptr); };
       const auto blas = [&] {

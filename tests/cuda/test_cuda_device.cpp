@@ -62,11 +62,14 @@ TEST(G10_DeviceEqualsEmu, TinyAndSmallEveryChunking) {
 
 TEST(G10_DeviceEqualsEmu, GemmEveryVariantOddShapesAndUnalignedRows) {
   // G2 on the device: every kernel variant, on shapes with edges in M, n and d (n % 4 != 0
-  // and a misaligned X take the scalar loader), equals the emulation's dot_chain bitwise.
+  // and a misaligned X take the scalar loader), equals the emulation's dot_splitk bitwise:
+  // split-K shapes (d <= kSplitKMaxD, n > kSplitKAlign: 1 to 8 chunks, a short last one)
+  // and one-chunk shapes (d > kSplitKMaxD, tiny n).
   AKV_REQUIRE_DEVICE();
   struct S { int M, n, d, x_offset; };
   for (const S sh : {S{1, 32, 288, 0}, S{3, 7, 5, 0}, S{65, 33, 129, 0}, S{130, 768, 257, 0}, S{257, 64, 100, 1},
-                     S{2048, 768, 256, 0}, S{17, 1, 3, 0}, S{40, 0, 9, 0}}) {
+                     S{2048, 768, 256, 0}, S{17, 1, 3, 0}, S{40, 0, 9, 0}, S{64, 2048, 768, 0}, S{9, 1536, 576, 0},
+                     S{5, 17, 40, 0}, S{33, 1000, 1025, 0}, S{3, 690, 7, 1}}) {
     SCOPED_TRACE(testing::Message() << "M=" << sh.M << " n=" << sh.n << " d=" << sh.d << " x+" << sh.x_offset);
     std::vector<float> x(static_cast<size_t>(sh.M) * sh.n + sh.x_offset), w(static_cast<size_t>(sh.d) * sh.n);
     uint32_t r = 12345u + static_cast<uint32_t>(sh.M * 31 + sh.n);
@@ -87,10 +90,15 @@ TEST(G10_DeviceEqualsEmu, GemmEveryVariantOddShapesAndUnalignedRows) {
     std::vector<float> want0(static_cast<size_t>(sh.M) * d0), got0(want0.size());
     cuda::emu::gemm(want0.data(), x.data() + sh.x_offset, w0.data(), sh.M, sh.n, d0);
     cuda::dev::Buffer<float> dw0(w0), dout0(want0.size() + 1), dw_mis(w.size() + 1), dout_mis(want.size() + 2);
+    // Split-K partials (G2): one product's, and the 3-product batch's, NaN before each launch.
+    cuda::dev::Buffer<float> work1(cuda::dev::gemm_work_floats(sh.M, sh.n, sh.d) + 1),
+        workb(cuda::dev::gemm_work_floats(sh.M, sh.n, d0) + 2 * cuda::dev::gemm_work_floats(sh.M, sh.n, sh.d) + 1);
     cuda::dev::check(cudaMemcpy(dw_mis.get() + 1, w.data(), w.size() * sizeof(float), cudaMemcpyHostToDevice), "upload");
     for (int v = 0; v < cuda::kGemmVariantCount; ++v) {
       cuda::dev::fill(dout.get(), dout.size(), std::numeric_limits<float>::quiet_NaN(), nullptr);
-      cuda::dev::gemm_variant(v, dout.get(), dx.get() + sh.x_offset, dw.get(), sh.M, sh.n, sh.d, nullptr);
+      cuda::dev::fill(work1.get(), work1.size(), std::numeric_limits<float>::quiet_NaN(), nullptr);
+      cuda::dev::gemm_variant(v, dout.get(), dx.get() + sh.x_offset, dw.get(), sh.M, sh.n, sh.d, work1.get(), work1.size(),
+                              nullptr);
       cuda::dev::check(cudaMemcpy(got.data(), dout.get(), got.size() * sizeof(float), cudaMemcpyDeviceToHost), "download");
       EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0) << cuda::kGemmVariants[v].name;
       float guard = 0.0f;  // the element past the output: never written
@@ -99,13 +107,14 @@ TEST(G10_DeviceEqualsEmu, GemmEveryVariantOddShapesAndUnalignedRows) {
       // A batched launch of three products sharing X: a wider one, this one, and this one
       // again on a misaligned W and output (the scalar loader and stores). Blocks past a
       // product's columns exit; every output equals the emulation's.
-      for (cuda::dev::Buffer<float>* o : {&dout0, &dout, &dout_mis})
+      for (cuda::dev::Buffer<float>* o : {&dout0, &dout, &dout_mis, &workb})
         cuda::dev::fill(o->get(), o->size(), std::numeric_limits<float>::quiet_NaN(), nullptr);
       cuda::dev::GemmBatch b;
       b.count = 3;
       b.W[0] = dw0.get(), b.out[0] = dout0.get(), b.d[0] = d0;
       b.W[1] = dw.get(), b.out[1] = dout.get(), b.d[1] = sh.d;
       b.W[2] = dw_mis.get() + 1, b.out[2] = dout_mis.get() + 1, b.d[2] = sh.d;
+      b.work = workb.get() + 1, b.work_floats = workb.size() - 1;  // misaligned partials: the scalar loader's path too
       cuda::dev::gemm_batch_variant(v, b, dx.get() + sh.x_offset, sh.M, sh.n, nullptr);
       const auto fetch = [](std::vector<float>& host, const float* dev) {
         cuda::dev::check(cudaMemcpy(host.data(), dev, host.size() * sizeof(float), cudaMemcpyDeviceToHost), "download");
@@ -132,6 +141,64 @@ TEST(G10_DeviceEqualsEmu, LongerThanOneChunk) {
   const size_t n = cuda::kMaxRows + 100;
   const auto toks = test::tokens(n, 9, model->config.vocab);
   EXPECT_EQ(run_diff(run_chunked(*dev, toks, {n}), run_chunked(*emu, toks, {n})), "");
+}
+
+TEST(G10_DeviceEqualsEmu, DecodeGraphsAndBatches) {
+  // Decode as replayed CUDA graphs (G8): one session decoding token by token past 1024 keys
+  // (the attention scratch grows, every graph is dropped and re-captured), with one logits
+  // row and with none; then three sessions of different lengths decoding together through
+  // forward_batch (one fused chunk, a graph per shape), a 2-token step among them. Every
+  // cache byte and logit equals cuda-emu's, each session run alone.
+  AKV_REQUIRE_DEVICE();
+  auto model = test::tiny();
+  const int vocab = model->config.vocab;
+  auto dev = poisoned(make_cuda_backend(model)), emu = poisoned(make_cuda_emu_backend(model));
+  const auto toks = test::tokens(1200, 5, vocab);
+  {
+    KVCache a(model->config), b(model->config);
+    std::vector<float> la(100 * static_cast<size_t>(vocab)), lb(la.size());
+    dev->forward(a, std::span<const Token>(toks).first(100), la);
+    emu->forward(b, std::span<const Token>(toks).first(100), lb);
+    la.resize(vocab), lb.resize(vocab);
+    for (size_t i = 100; i + 2 <= toks.size();) {
+      // Mostly one token; now and then two with only the last row's logits: another shape.
+      const size_t m = i % 7 == 3 ? 2 : 1;
+      const uint32_t last = static_cast<uint32_t>(m - 1);
+      const std::span<const Token> step = std::span<const Token>(toks).subspan(i, m);
+      dev->forward_rows(a, step, RowList(&last, 1), la);
+      emu->forward_rows(b, step, RowList(&last, 1), lb);
+      ASSERT_EQ(std::memcmp(la.data(), lb.data(), la.size() * sizeof(float)), 0) << "token " << i;
+      i += m;
+    }
+    EXPECT_EQ(cache_sha256(a), cache_sha256(b));
+  }
+  {
+    std::vector<KVCache> dc, ec;
+    dc.reserve(3), ec.reserve(3);  // the caches never move: each keeps its mirror
+    const size_t hist[3] = {0, 40, 300};
+    for (size_t h : hist) {
+      dc.emplace_back(model->config), ec.emplace_back(model->config);
+      std::vector<float> lg(std::max<size_t>(h, 1) * vocab);
+      if (h == 0) continue;
+      dev->forward(dc.back(), std::span<const Token>(toks).first(h), lg);
+      emu->forward(ec.back(), std::span<const Token>(toks).first(h), lg);
+    }
+    for (int step = 0; step < 40; ++step) {
+      std::vector<BatchItem> items;
+      std::vector<std::vector<float>> dl(3), el(3);
+      for (size_t s = 0; s < 3; ++s) {
+        const size_t m = (step == 20 && s == 1) ? 2 : 1, at = (hist[s] + step * 3 + s) % (toks.size() - 2);
+        dl[s].assign(m * vocab, 0.0f), el[s].assign(m * vocab, 1.0f);
+        items.push_back({&dc[s], std::span<const Token>(toks).subspan(at, m), dl[s], {}});
+        emu->forward(ec[s], std::span<const Token>(toks).subspan(at, m), el[s]);  // alone
+      }
+      dev->forward_batch(items);
+      for (size_t s = 0; s < 3; ++s) {
+        ASSERT_EQ(std::memcmp(dl[s].data(), el[s].data(), dl[s].size() * sizeof(float)), 0) << "step " << step << " session " << s;
+        ASSERT_EQ(cache_sha256(dc[s]), cache_sha256(ec[s])) << "step " << step << " session " << s;
+      }
+    }
+  }
 }
 
 // G7 on the device (chunkings, decode, scratch, a call longer than one chunk on small) runs

@@ -31,9 +31,10 @@ size_t partial_smem_floats(int qt, int head_dim) {
 // (and rows past M) write nothing; the merge reads only the splits a row has.
 __global__ void __launch_bounds__(kAttnThreads)
     attn_partial_kernel(const float* __restrict__ q, const float* __restrict__ k, const float* __restrict__ v, int M,
-                        int pos0, int n_heads, int n_kv_heads, int head_dim, int max_splits, int qt,
-                        float* __restrict__ pm, float* __restrict__ pl, float* __restrict__ po) {
+                        int pos0, const int* pos_dev, int n_heads, int n_kv_heads, int head_dim, int max_splits,
+                        int qt, float* __restrict__ pm, float* __restrict__ pl, float* __restrict__ po) {
   extern __shared__ float sm[];
+  if (pos_dev != nullptr) pos0 = *pos_dev;  // a replayed graph's position (the grid spans max_splits)
   const int hs = head_dim + 1, ss = kKvSplit + 1;
   float* Qs = sm;
   float* Ks = Qs + qt * hs;
@@ -134,10 +135,11 @@ __global__ void __launch_bounds__(kAttnThreads)
 
 // G5, step 2. One block per (row, head): weights on thread 0 in split order, then one
 // output element per thread.
-__global__ void attn_merge_kernel(float* out, int pos0, int n_heads, int head_dim, int max_splits, const float* pm,
-                                  const float* pl, const float* po) {
+__global__ void attn_merge_kernel(float* out, int pos0, const int* pos_dev, int n_heads, int head_dim, int max_splits,
+                                  const float* pm, const float* pl, const float* po) {
   extern __shared__ float alpha[];  // (max_splits,)
   __shared__ float L;
+  if (pos_dev != nullptr) pos0 = *pos_dev;
   const int rh = blockIdx.x, r = rh / n_heads;
   const int ns = n_splits(pos0 + r + 1);
   const size_t slot = static_cast<size_t>(rh) * max_splits;
@@ -150,7 +152,8 @@ __global__ void attn_merge_kernel(float* out, int pos0, int n_heads, int head_di
 }  // namespace
 
 void attention_rows(float* out, const float* q, const float* k, const float* v, int M, int pos0, int n_heads,
-                    int n_kv_heads, int head_dim, int max_splits, float* pm, float* pl, float* po, cudaStream_t s) {
+                    int n_kv_heads, int head_dim, int max_splits, float* pm, float* pl, float* po, cudaStream_t s,
+                    const int* pos_dev) {
   if (M <= 0) return;
   // Query rows per block: speed only (each value's sequence is fixed). Small calls (decode)
   // take small tiles so that no block computes mostly absent rows.
@@ -159,16 +162,19 @@ void attention_rows(float* out, const float* q, const float* k, const float* v, 
   if (smem > 48 * 1024)  // past the default: opt in on this device (cheap; per launch, so per device)
     check(cudaFuncSetAttribute(attn_partial_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)),
           "attention shared memory (head_dim too large for this GPU?)");
-  const dim3 grid((M + qt - 1) / qt, n_heads, n_splits(pos0 + M));
-  attn_partial_kernel<<<grid, kAttnThreads, smem, s>>>(q, k, v, M, pos0, n_heads, n_kv_heads, head_dim, max_splits, qt,
-                                                       pm, pl, po);
+  // With pos_dev the position is read on the device: the grid spans every split the scratch
+  // holds and a block past its tile's last key exits (the same values, the same slots).
+  const dim3 grid((M + qt - 1) / qt, n_heads, pos_dev != nullptr ? max_splits : n_splits(pos0 + M));
+  attn_partial_kernel<<<grid, kAttnThreads, smem, s>>>(q, k, v, M, pos0, pos_dev, n_heads, n_kv_heads, head_dim,
+                                                       max_splits, qt, pm, pl, po);
   check(cudaGetLastError(), "attention partial");
   // alpha: max_splits floats, rounded up to whole float4s plus one more. compute-sanitizer's
   // memcheck (H200, 2026-11-30) flagged 12-byte shared reads at the start of alpha with the
   // exact size. The bits were right (G10), which points to a vector read whose extra lanes go
   // unused. The slack keeps every such read inside the allocation (docs/cuda.md).
   const size_t alpha_bytes = (static_cast<size_t>(max_splits + 3) / 4 + 1) * 4 * sizeof(float);
-  attn_merge_kernel<<<M * n_heads, kLanes, alpha_bytes, s>>>(out, pos0, n_heads, head_dim, max_splits, pm, pl, po);
+  attn_merge_kernel<<<M * n_heads, kLanes, alpha_bytes, s>>>(out, pos0, pos_dev, n_heads, head_dim, max_splits, pm, pl,
+                                                             po);
   check(cudaGetLastError(), "attention merge");
 }
 

@@ -40,30 +40,33 @@ class Buffer {
   size_t n_ = 0;
 };
 
-/// An owning page-locked host allocation (cudaMallocHost/cudaFreeHost) of at least n floats,
+/// An owning page-locked host allocation (cudaMallocHost/cudaFreeHost) of at least n T,
 /// grown on demand: the staging area that lets device-to-host copies run asynchronously.
-class PinnedFloats {
+template <class T>
+class Pinned {
  public:
-  PinnedFloats() = default;
-  PinnedFloats(const PinnedFloats&) = delete;
-  PinnedFloats& operator=(const PinnedFloats&) = delete;
-  ~PinnedFloats() {
+  Pinned() = default;
+  Pinned(const Pinned&) = delete;
+  Pinned& operator=(const Pinned&) = delete;
+  ~Pinned() {
     if (p_) cudaFreeHost(p_);
   }
-  /// The buffer, holding at least n floats (contents unspecified after a growth).
-  float* at_least(size_t n) {
+  /// The buffer, holding at least n elements (contents unspecified after a growth; a growth
+  /// moves it, so a captured graph that copies into it must be dropped).
+  T* at_least(size_t n) {
     if (n > n_) {
       if (p_) cudaFreeHost(p_);
       p_ = nullptr, n_ = 0;
-      check(cudaMallocHost(reinterpret_cast<void**>(&p_), n * sizeof(float)), "cudaMallocHost");
+      check(cudaMallocHost(reinterpret_cast<void**>(&p_), n * sizeof(T)), "cudaMallocHost");
       n_ = n;
     }
     return p_;
   }
 
  private:
-  float* p_ = nullptr;
+  T* p_ = nullptr;
   size_t n_ = 0;
 };
+using PinnedFloats = Pinned<float>;
 
 }  // namespace akv::cuda::dev

@@ -1,7 +1,9 @@
 // The GEMM kernels (spec/kernels-cuda.md G2): one template, instantiated for each variant of
-// arith/gemm.hpp, and the launcher that picks a variant by shape. Every variant computes each
-// output as dot_chain (k ascending from +0, one fma per k, in one thread's registers), so the
-// choice changes the speed, never a bit. No split-K, no atomics.
+// arith/gemm.hpp, the kernel that adds the split-K chunk sums, and the launcher that picks a
+// variant by shape. Every variant computes each chunk's sum as dot_range (k ascending from +0,
+// one fma per k, in one thread's registers); the chunks are splitk_chunks(n, d), a function
+// of the shape alone, and splitk_combine adds them in chunk order. So the variant changes the
+// speed, never a bit. No atomics.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -17,31 +19,44 @@ namespace akv::cuda::dev {
 
 namespace {
 
-// Four consecutive k of one row of A (rows x n), zero where the row or k is out of range.
-// kVec: n % 4 == 0 and A 16-byte aligned, so k < n implies k + 3 < n and one float4 load.
+// Four consecutive k of one row of A (rows x n), zero where the row is out of range or k is
+// past the chunk's end kend (<= n). kVec: n % 4 == 0 and A 16-byte aligned; chunk bounds are
+// multiples of kSplitKAlign or n, so k < kend implies k + 3 < kend and one float4 load.
 template <bool kVec>
-__device__ __forceinline__ float4 fetch4(const float* __restrict__ A, int row, int rows, int n, int k) {
+__device__ __forceinline__ float4 fetch4(const float* __restrict__ A, int row, int rows, int n, int kend, int k) {
   float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
   if (row >= rows) return v;
   const float* p = A + static_cast<size_t>(row) * n + k;
   if constexpr (kVec) {
-    if (k < n) v = *reinterpret_cast<const float4*>(p);
+    if (k < kend) v = *reinterpret_cast<const float4*>(p);
   } else {
-    if (k < n) v.x = p[0];
-    if (k + 1 < n) v.y = p[1];
-    if (k + 2 < n) v.z = p[2];
-    if (k + 3 < n) v.w = p[3];
+    if (k < kend) v.x = p[0];
+    if (k + 1 < kend) v.y = p[1];
+    if (k + 2 < kend) v.z = p[2];
+    if (k + 3 < kend) v.w = p[3];
   }
   return v;
+}
+
+static_assert(kSplitKAlign % 4 == 0, "chunk bounds keep float4 loads inside the chunk");
+
+// Split-K's second step (G2): out[e] = splitk_combine of the chunk sums part[c * count + e],
+// c in chunk order. One thread per output.
+__global__ void splitk_combine_kernel(float* __restrict__ out, const float* __restrict__ part, int S, size_t count) {
+  const size_t e = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (e < count) out[e] = splitk_combine(part + e, static_cast<long>(count), S);
 }
 
 // Block: a BM x BN output tile; thread (ty, tx) owns TM/4 groups of 4 rows, the g-th at
 // g*BM/(TM/4) + 4*ty, and TN/4 groups of 4 outputs likewise: each 4-group is one float4
 // read of shared memory. k-tiles of BK are double-buffered in shared memory (k-major, rows
 // padded by 4 floats against bank conflicts), the next one staged in registers while the
-// current one is multiplied. Inside a tile kk < kb ascending: each accumulator sees
-// mac(acc, X[m, k], W[i, k]) for k = 0 .. n-1 in order, exactly dot_chain. Rows and outputs
-// past the edge are computed on zeros and never stored; k >= n is never multiplied.
+// current one is multiplied. blockIdx.z = product * zc + chunk: the block walks only its
+// chunk's k [k0, k1) (splitk_len, splitk_chunks of (n, d), arith/gemm.hpp). Inside a tile
+// kk < kb ascending: each accumulator sees mac(acc, X[m, k], W[i, k]) for k = k0 .. k1-1 in
+// order, exactly dot_range. A product of one chunk stores to out; of several, to its
+// partials (chunk c at part + c*M*d), which splitk_combine_kernel adds. Rows and outputs
+// past the edge are computed on zeros and never stored; k outside the chunk is never multiplied.
 template <int BM, int BN, int TM, int TN>
 __host__ __device__ constexpr int gemm_threads() { return (BM / TM) * (BN / TN); }
 
@@ -50,13 +65,18 @@ constexpr size_t gemm_smem_bytes() { return sizeof(float) * 2 * BK * ((BM + 4) +
 
 template <int BM, int BN, int BK, int TM, int TN, bool kVec>
 __global__ void __launch_bounds__(gemm_threads<BM, BN, TM, TN>())
-    gemm_kernel(GemmBatch batch, const float* __restrict__ X, int M, int n) {
-  // blockIdx.z: which product of the batch; column tiles past its d exit at once.
-  const int z = blockIdx.z;
+    gemm_kernel(GemmBatch batch, const float* __restrict__ X, int M, int n, int zc) {
+  // blockIdx.z: which product of the batch and which chunk of its k; column tiles past its d
+  // and chunks past its count exit at once.
+  const int z = blockIdx.z / zc, chunk = blockIdx.z % zc;
   const float* __restrict__ W = z == 0 ? batch.W[0] : (z == 1 ? batch.W[1] : batch.W[2]);
-  float* __restrict__ out = z == 0 ? batch.out[0] : (z == 1 ? batch.out[1] : batch.out[2]);
   const int d = z == 0 ? batch.d[0] : (z == 1 ? batch.d[1] : batch.d[2]);
-  if (static_cast<int>(blockIdx.x) * BN >= d) return;
+  if (static_cast<int>(blockIdx.x) * BN >= d || chunk >= splitk_chunks(n, d)) return;
+  const int klen = splitk_len(n, d), k0 = chunk * klen, k1 = min(n, k0 + klen);
+  float* __restrict__ out = splitk_chunks(n, d) == 1
+                                ? (z == 0 ? batch.out[0] : (z == 1 ? batch.out[1] : batch.out[2]))
+                                : (z == 0 ? batch.part[0] : (z == 1 ? batch.part[1] : batch.part[2])) +
+                                      static_cast<size_t>(chunk) * M * d;
   constexpr int kGemmThreads = gemm_threads<BM, BN, TM, TN>();
   static_assert(TM % 4 == 0 && TN % 4 == 0 && BK % 4 == 0, "float4 fragments");
   constexpr int KQ = BK / 4;                                  // float4s per row of a k-tile
@@ -70,16 +90,16 @@ __global__ void __launch_bounds__(gemm_threads<BM, BN, TM, TN>())
   const int m0 = blockIdx.y * BM, i0 = blockIdx.x * BN;
 
   float4 ra[NA], rb[NB];
-  auto load = [&](int k0) {
+  auto load = [&](int kt) {
 #pragma unroll
     for (int a = 0; a < NA; ++a) {
       const int e = tid + a * kGemmThreads;
-      if (BM * KQ % kGemmThreads == 0 || e < BM * KQ) ra[a] = fetch4<kVec>(X, m0 + e / KQ, M, n, k0 + (e % KQ) * 4);
+      if (BM * KQ % kGemmThreads == 0 || e < BM * KQ) ra[a] = fetch4<kVec>(X, m0 + e / KQ, M, n, k1, kt + (e % KQ) * 4);
     }
 #pragma unroll
     for (int b = 0; b < NB; ++b) {
       const int e = tid + b * kGemmThreads;
-      if (BN * KQ % kGemmThreads == 0 || e < BN * KQ) rb[b] = fetch4<kVec>(W, i0 + e / KQ, d, n, k0 + (e % KQ) * 4);
+      if (BN * KQ % kGemmThreads == 0 || e < BN * KQ) rb[b] = fetch4<kVec>(W, i0 + e / KQ, d, n, k1, kt + (e % KQ) * 4);
     }
   };
   auto store = [&](int buf) {
@@ -107,9 +127,9 @@ __global__ void __launch_bounds__(gemm_threads<BM, BN, TM, TN>())
 #pragma unroll
     for (int q = 0; q < TN; ++q) acc[p][q] = 0.0f;
 
-  const int tiles = (n + BK - 1) / BK;
+  const int tiles = (k1 - k0 + BK - 1) / BK;
   if (tiles > 0) {
-    load(0);
+    load(k0);
     store(0);
     __syncthreads();
   }
@@ -133,8 +153,8 @@ __global__ void __launch_bounds__(gemm_threads<BM, BN, TM, TN>())
       for (int q = 0; q < TN; ++q) acc[p][q] = mac(acc[p][q], a[p], b[q]);
   };
   for (int t = 0; t < tiles; ++t) {
-    const int buf = t & 1, kb = min(BK, n - t * BK);
-    if (t + 1 < tiles) load((t + 1) * BK);
+    const int buf = t & 1, kb = min(BK, k1 - k0 - t * BK);
+    if (t + 1 < tiles) load(k0 + (t + 1) * BK);
     if (kb == BK) {
 #pragma unroll
       for (int kk = 0; kk < BK; ++kk) multiply(buf, kk);
@@ -166,28 +186,44 @@ __global__ void __launch_bounds__(gemm_threads<BM, BN, TM, TN>())
 
 template <int BM, int BN, int BK, int TM, int TN>
 void launch(bool vec, const GemmBatch& b, const float* X, int M, int n, cudaStream_t s) {
-  int dmax = 0;
-  for (int i = 0; i < b.count; ++i) dmax = std::max(dmax, b.d[i]);
-  const dim3 grid((dmax + BN - 1) / BN, (M + BM - 1) / BM, b.count);
+  int dmax = 0, zc = 1;
+  for (int i = 0; i < b.count; ++i) dmax = std::max(dmax, b.d[i]), zc = std::max(zc, splitk_chunks(n, b.d[i]));
+  const dim3 grid((dmax + BN - 1) / BN, (M + BM - 1) / BM, b.count * zc);
   constexpr int threads = gemm_threads<BM, BN, TM, TN>();
   constexpr size_t smem = gemm_smem_bytes<BM, BN, BK>();
   auto kernel = vec ? gemm_kernel<BM, BN, BK, TM, TN, true> : gemm_kernel<BM, BN, BK, TM, TN, false>;
   if constexpr (smem > 48 * 1024)  // past the default: opt in on this device, per launch
     check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)),
           "gemm shared memory");
-  kernel<<<grid, threads, smem, s>>>(b, X, M, n);
+  kernel<<<grid, threads, smem, s>>>(b, X, M, n, zc);
 }
 
 bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
 }  // namespace
 
-void gemm_batch_variant(int variant, const GemmBatch& b, const float* X, int M, int n, cudaStream_t s) {
-  if (b.count < 1 || b.count > kGemmBatchMax) check(cudaErrorInvalidValue, "gemm batch size");
+size_t gemm_work_floats(int M, int n, int d) {
+  const int S = splitk_chunks(n, d);
+  return S == 1 || M <= 0 || d <= 0 ? 0 : static_cast<size_t>(S) * M * d;
+}
+
+size_t gemm_work_floats(const GemmBatch& b, int M, int n) {
+  size_t f = 0;
+  for (int i = 0; i < b.count && i < kGemmBatchMax; ++i) f += gemm_work_floats(M, n, b.d[i]);
+  return f;
+}
+
+void gemm_batch_variant(int variant, const GemmBatch& batch, const float* X, int M, int n, cudaStream_t s) {
+  if (batch.count < 1 || batch.count > kGemmBatchMax) check(cudaErrorInvalidValue, "gemm batch size");
+  GemmBatch b = batch;  // with each split product's partials carved from the workspace
+  if (gemm_work_floats(b, M, n) > b.work_floats) check(cudaErrorInvalidValue, "gemm split-K workspace too small");
   bool vec = n % 4 == 0 && aligned16(X);
   int dmax = 0;
+  size_t at = 0;
   for (int i = 0; i < b.count; ++i) {
-    vec = vec && aligned16(b.W[i]) && aligned16(b.out[i]);
+    b.part[i] = gemm_work_floats(M, n, b.d[i]) ? b.work + at : nullptr;
+    at += gemm_work_floats(M, n, b.d[i]);
+    vec = vec && aligned16(b.W[i]) && aligned16(b.out[i]) && (b.part[i] == nullptr || aligned16(b.part[i]));
     dmax = std::max(dmax, b.d[i]);
   }
   if (M <= 0 || dmax <= 0) return;
@@ -206,6 +242,13 @@ void gemm_batch_variant(int variant, const GemmBatch& b, const float* X, int M, 
     default: check(cudaErrorInvalidValue, "gemm variant");
   }
   check(cudaGetLastError(), "gemm");
+  for (int i = 0; i < b.count; ++i) {
+    const int S = splitk_chunks(n, b.d[i]);
+    if (S == 1 || b.d[i] <= 0) continue;
+    const size_t count = static_cast<size_t>(M) * b.d[i];
+    splitk_combine_kernel<<<static_cast<unsigned>((count + 255) / 256), 256, 0, s>>>(b.out[i], b.part[i], S, count);
+    check(cudaGetLastError(), "gemm split-K combine");
+  }
 }
 static_assert(kGemmVariantCount == 11, "gemm_batch_variant's switch instantiates every variant of arith/gemm.hpp");
 
@@ -251,14 +294,20 @@ void gemm_batch(const GemmBatch& b, const float* X, int M, int n, cudaStream_t s
   gemm_batch_variant(gemm_variant_for(b, X, M, n, s), b, X, M, n, s);
 }
 
-static GemmBatch gemm_one(float* out, const float* W, int d) { return GemmBatch{1, {W, nullptr, nullptr}, {out, nullptr, nullptr}, {d, 0, 0}}; }
-
-void gemm(float* out, const float* X, const float* W, int M, int n, int d, cudaStream_t s) {
-  gemm_batch(gemm_one(out, W, d), X, M, n, s);
+static GemmBatch gemm_one(float* out, const float* W, int d, float* work, size_t work_floats) {
+  GemmBatch b;
+  b.count = 1, b.W[0] = W, b.out[0] = out, b.d[0] = d, b.work = work, b.work_floats = work_floats;
+  return b;
 }
 
-void gemm_variant(int variant, float* out, const float* X, const float* W, int M, int n, int d, cudaStream_t s) {
-  gemm_batch_variant(variant, gemm_one(out, W, d), X, M, n, s);
+void gemm(float* out, const float* X, const float* W, int M, int n, int d, float* work, size_t work_floats,
+          cudaStream_t s) {
+  gemm_batch(gemm_one(out, W, d, work, work_floats), X, M, n, s);
+}
+
+void gemm_variant(int variant, float* out, const float* X, const float* W, int M, int n, int d, float* work,
+                  size_t work_floats, cudaStream_t s) {
+  gemm_batch_variant(variant, gemm_one(out, W, d, work, work_floats), X, M, n, s);
 }
 
 }  // namespace akv::cuda::dev

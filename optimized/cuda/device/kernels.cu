@@ -33,8 +33,9 @@ __global__ void rmsnorm_kernel(float* out, const float* x, const float* w, int n
 }
 
 // G4. One thread per (row, head, pair).
-__global__ void rope_kernel(float* x, int M, int n_heads, int head_dim, int pos0, const float* cos,
-                            const float* sin) {
+__global__ void rope_kernel(float* x, int M, int n_heads, int head_dim, int pos0, const int* pos_dev,
+                            const float* cos, const float* sin) {
+  if (pos_dev != nullptr) pos0 = *pos_dev;
   const int half = head_dim / 2;
   const size_t idx = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (idx >= static_cast<size_t>(M) * n_heads * half) return;
@@ -44,6 +45,12 @@ __global__ void rope_kernel(float* x, int M, int n_heads, int head_dim, int pos0
   float* v = x + rh * head_dim;
   const size_t t = static_cast<size_t>(pos0 + r) * half + i;
   rope_pair(v[i], v[i + half], cos[t], sin[t], &v[i], &v[i + half]);
+}
+
+__global__ void write_rows_kernel(float* dst, const float* src, size_t n, int width, int pos0, const int* pos_dev) {
+  const size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (pos_dev != nullptr) pos0 = *pos_dev;
+  if (i < n) dst[static_cast<size_t>(pos0) * width + i] = src[i];
 }
 
 __global__ void embed_kernel(float* x, const int* tokens, const float* emb, int M, int d) {
@@ -75,10 +82,18 @@ void rmsnorm_rows(float* out, const float* x, const float* w, int M, int n, floa
 }
 
 void rope_rows(float* x, int M, int n_heads, int head_dim, int pos0, const float* cos, const float* sin,
-               cudaStream_t s) {
+               cudaStream_t s, const int* pos_dev) {
   const size_t n = static_cast<size_t>(M) * n_heads * (head_dim / 2);
-  rope_kernel<<<blocks_for(n, 256), 256, 0, s>>>(x, M, n_heads, head_dim, pos0, cos, sin);
+  if (n == 0) return;
+  rope_kernel<<<blocks_for(n, 256), 256, 0, s>>>(x, M, n_heads, head_dim, pos0, pos_dev, cos, sin);
   check(cudaGetLastError(), "rope");
+}
+
+void write_rows(float* dst, const float* src, int M, int width, int pos0, cudaStream_t s, const int* pos_dev) {
+  const size_t n = static_cast<size_t>(M) * width;
+  if (n == 0) return;
+  write_rows_kernel<<<blocks_for(n, 256), 256, 0, s>>>(dst, src, n, width, pos0, pos_dev);
+  check(cudaGetLastError(), "write rows");
 }
 
 void embed(float* x, const int* tokens, const float* emb, int M, int d, cudaStream_t s) {

@@ -9,24 +9,44 @@
 
 namespace akv::cuda::emu {
 
-void gemm(float* out, const float* X, const float* W, int M, int n, int d, GemmTiles t) {
+namespace {
+
+// The main kernel's launch for chunk [k0, k1) of k: each block's accumulators over the chunk's
+// k-tiles, ascending, stored to dst (M, d).
+void gemm_chunk(float* dst, const float* X, const float* W, int M, int n, int d, int k0, int k1, GemmTiles t) {
   std::vector<float> acc(static_cast<size_t>(t.bm) * t.bn);  // (bm, bn) one block's accumulators, as its registers
   for (int m0 = 0; m0 < M; m0 += t.bm)
     for (int i0 = 0; i0 < d; i0 += t.bn) {  // one block
       const int mb = std::min(t.bm, M - m0), ib = std::min(t.bn, d - i0);
       std::fill(acc.begin(), acc.end(), 0.0f);
-      for (int k0 = 0; k0 < n; k0 += t.bk) {  // k-tiles ascending
-        const int kb = std::min(t.bk, n - k0);
+      for (int kt = k0; kt < k1; kt += t.bk) {  // the chunk's k-tiles ascending
+        const int kb = std::min(t.bk, k1 - kt);
         for (int kk = 0; kk < kb; ++kk)
           for (int r = 0; r < mb; ++r)
             for (int c = 0; c < ib; ++c) {
               float& a = acc[static_cast<size_t>(r) * t.bn + c];
-              a = mac(a, X[static_cast<size_t>(m0 + r) * n + k0 + kk], W[static_cast<size_t>(i0 + c) * n + k0 + kk]);
+              a = mac(a, X[static_cast<size_t>(m0 + r) * n + kt + kk], W[static_cast<size_t>(i0 + c) * n + kt + kk]);
             }
       }
       for (int r = 0; r < mb; ++r)
-        for (int c = 0; c < ib; ++c) out[static_cast<size_t>(m0 + r) * d + i0 + c] = acc[static_cast<size_t>(r) * t.bn + c];
+        for (int c = 0; c < ib; ++c) dst[static_cast<size_t>(m0 + r) * d + i0 + c] = acc[static_cast<size_t>(r) * t.bn + c];
     }
+}
+
+}  // namespace
+
+void gemm(float* out, const float* X, const float* W, int M, int n, int d, GemmTiles t) {
+  const int len = splitk_len(n, d), S = splitk_chunks(n, d);
+  if (S == 1) {  // one chunk: the blocks store their chains straight to out
+    gemm_chunk(out, X, W, M, n, d, 0, n, t);
+    return;
+  }
+  // The partials (S, M, d), one launch's worth per chunk (the device runs them as one grid),
+  // then the combine kernel: one thread per output, chunks in order.
+  const size_t md = static_cast<size_t>(M) * d;
+  std::vector<float> part(static_cast<size_t>(S) * md);
+  for (int c = 0; c < S; ++c) gemm_chunk(part.data() + c * md, X, W, M, n, d, c * len, std::min((c + 1) * len, n), t);
+  for (size_t e = 0; e < md; ++e) out[e] = splitk_combine(part.data() + e, static_cast<long>(md), S);
 }
 
 void rmsnorm_rows(float* out, const float* x, const float* w, int M, int n, float eps) {

@@ -11,7 +11,9 @@ struct GemmTiles {
   int bm = kGemmBM, bn = kGemmBN, bk = kGemmBK;
 };
 
-/// out (M, d) = X (M, n) @ W^T, W (d, n) row-major, walking the launch's blocks and k-tiles.
+/// out (M, d) = X (M, n) @ W^T, W (d, n) row-major, walking the launch's blocks, chunks of k
+/// (splitk_chunks(n, d) of them, gemm.hpp) and k-tiles, then adding the chunk sums in chunk
+/// order, as the device's two kernels. Every output is dot_splitk(W row, X row, n, d).
 /// tiles: any positive sizes (the result does not depend on them: G2).
 void gemm(float* out, const float* X, const float* W, int M, int n, int d, GemmTiles tiles = {});
 
