@@ -44,7 +44,7 @@ std::unique_ptr<Backend> make_backend(const std::string& name, std::shared_ptr<c
 #endif
 #ifdef AKV_HAVE_CUDA
   if (name == "cuda") {
-    if (cuda_device_count() > 0) return make_cuda_backend(std::move(model));
+    if (cuda_device_count() > 0) return make_cuda_backend(dense_model(model));  // float32 weights (K15)
     throw Error(ErrorCode::kBackendUnavailable, "backend 'cuda' needs a CUDA device, and none was found");
   }
 #endif
