@@ -15,6 +15,9 @@ class Bytes {
   virtual ~Bytes() = default;
   virtual const uint8_t* data() const = 0;
   virtual uint64_t size() const = 0;
+  /// Lets the OS drop the pages read so far (a mapped file: they are read again from the file
+  /// when next touched, unchanged; owned bytes: nothing). For memory, never for meaning.
+  virtual void drop_pages() const {}
 };
 
 /// Maps `path` read-only (mmap PROT_READ, MAP_PRIVATE). An empty file gives size 0 and no map.

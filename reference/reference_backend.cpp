@@ -47,7 +47,7 @@ class ReferenceBackend final : public Backend {
 }  // namespace
 
 std::unique_ptr<Backend> make_reference_backend(std::shared_ptr<const Model> model) {
-  return std::make_unique<ReferenceBackend>(std::move(model));
+  return std::make_unique<ReferenceBackend>(dense_model(model));  // float32 weights (K15)
 }
 
 }  // namespace akv

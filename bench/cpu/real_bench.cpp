@@ -9,6 +9,7 @@
 // --composed: the composed forward over the cpu kernels' table (spec/gate.md GT7, GT8) in place of
 // the cpu backend's fused forward, for the A/B of docs/performance.md.
 #include <fmt/format.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -18,6 +19,7 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
@@ -159,6 +161,52 @@ int main(int argc, char** argv) {
     J["decode"] = {{"context", ctx}, {"steps", steps}, {"seconds", s}, {"median_seconds", med},
                    {"tokens_per_second", steps / med}};
     fmt::print("decode at context {}: {:8.1f} tokens/s  (median of {} runs of {} steps)\n", ctx, steps / med, runs, steps);
+    if (!composed) {
+      // Where decode's time goes: the time from one op step to the next (the observer runs on
+      // the calling thread after each step, so each interval is that step's parallel run and
+      // its pool hand-off), summed over `steps` tokens; and one empty pool run, the
+      // synchronisation each step pays at least once.
+      std::map<std::string, double> op_s;
+      auto last = Clock::now();
+      fused.set_op_observer([&](const cpu::OpStep& st) {
+        const auto now = Clock::now();
+        std::string op = st.op;
+        if (op.rfind("add", 0) == 0) op = "add (residuals)";
+        op_s[op] += std::chrono::duration<double>(now - last).count();
+        last = now;
+      });
+      cache.truncate(ctx);
+      const auto t1 = Clock::now();
+      for (int i = 0; i < steps; ++i) {
+        last = Clock::now();
+        append_last(cache, std::span<const Token>(&t[ctx + i], 1));
+      }
+      const double total = secs(t1);
+      fused.set_op_observer({});
+      const int kSync = 20000;
+      const auto t2 = Clock::now();
+      for (int i = 0; i < kSync; ++i) fused.pool().run(threads, [](int, int) {});
+      const double sync_us = secs(t2) / kSync * 1e6;
+      // Pool runs of a one-row step that reach the threads (cpu_backend.cpp; a one-item run stays on
+      // the caller): per layer the four matmuls and attention, then the classifier.
+      const int runs_per_token = c.n_layers * 5 + 1;
+      nlohmann::json B;
+      fmt::print("decode breakdown at context {} ({} steps, {:.2f} ms a token):\n", ctx, steps, 1e3 * total / steps);
+      for (const auto& [op, sec] : op_s) {
+        B[op] = sec / steps * 1e3;
+        fmt::print("  {:28} {:7.3f} ms a token  {:5.1f}%\n", op, 1e3 * sec / steps, 100 * sec / total);
+      }
+      fmt::print("  empty pool run: {:.2f} us; x {} runs a token = {:.3f} ms a token ({:.1f}%)\n", sync_us, runs_per_token,
+                 sync_us * runs_per_token / 1e3, 100 * sync_us * runs_per_token / 1e6 / (total / steps));
+      J["decode_breakdown"] = {{"ms_per_token", 1e3 * total / steps}, {"ops_ms_per_token", B},
+                               {"empty_pool_run_us", sync_us}, {"pool_runs_per_token", runs_per_token}};
+    }
+  }
+  {
+    struct rusage ru{};
+    getrusage(RUSAGE_SELF, &ru);
+    J["bench_peak_rss_mib"] = static_cast<double>(ru.ru_maxrss) / 1024;
+    fmt::print("this process: peak RSS {:.0f} MiB\n", static_cast<double>(ru.ru_maxrss) / 1024);
   }
 
   // The witness, a child process under /usr/bin/time: wall seconds and peak RSS (KiB).

@@ -183,7 +183,7 @@ class ComposedBackend final : public Backend {
 std::unique_ptr<Backend> make_composed_backend(std::shared_ptr<const Model> model, std::shared_ptr<const OpSet> ops,
                                                const ComposedOptions& opt) {
   require_llama_block(model->config, opt.name);  // the kernel ABI's ops are the llama block's
-  return std::make_unique<ComposedBackend>(std::move(model), std::move(ops), opt);
+  return std::make_unique<ComposedBackend>(dense_model(model), std::move(ops), opt);  // the ABI takes float32 (K15)
 }
 
 }  // namespace akv

@@ -20,11 +20,39 @@ std::shared_ptr<const PackedModel> packed_model(const std::shared_ptr<const Mode
   if (auto p = slot.lock()) return p;
   auto p = std::make_shared<PackedModel>();
   const Config& c = m->config;
-  for (const auto& L : m->weights.layers) {
-    p->layers.push_back({pack_rows({&L.wq, &L.wk, &L.wv}, c.hidden), pack_rows({&L.wo}, c.q_dim()),
-                         pack_rows({&L.w1, &L.w3}, c.hidden), pack_rows({&L.w2}, c.ffn)});
+  const StoredWeights* st = m->stored.get();
+  // Quantized panels from the file's blocks when every part has a format they take (K15); else
+  // float32 panels, from m->weights or, for a stored-only model, from matrices dequantized for
+  // the packing and dropped after it.
+  auto pack = [&](std::vector<const StoredMatrix*> s, std::vector<const std::vector<float>*> f, int n) {
+    if (st != nullptr) {
+      bool quant = true;
+      for (const StoredMatrix* x : s) quant = quant && packs_quantized(x->type) && x->type == s[0]->type;
+      if (quant) return pack_stored(s, n);
+      if (!has_dense_weights(*m)) {
+        std::vector<std::vector<float>> dense;
+        for (const StoredMatrix* x : s) dense.push_back(st->dense(*x));
+        std::vector<const std::vector<float>*> ptrs;
+        for (const auto& v : dense) ptrs.push_back(&v);
+        return pack_rows(ptrs, n);
+      }
+    }
+    return pack_rows(f, n);
+  };
+  for (size_t l = 0; l < m->weights.layers.size(); ++l) {
+    const auto& L = m->weights.layers[l];
+    const StoredLayer* S = st != nullptr ? &st->layers[l] : nullptr;
+    auto sp = [&](auto... x) { return S != nullptr ? std::vector<const StoredMatrix*>{&(S->*x)...} : std::vector<const StoredMatrix*>{}; };
+    p->layers.push_back({pack(sp(&StoredLayer::wq, &StoredLayer::wk, &StoredLayer::wv), {&L.wq, &L.wk, &L.wv}, c.hidden),
+                         pack(sp(&StoredLayer::wo), {&L.wo}, c.q_dim()),
+                         pack(sp(&StoredLayer::w1, &StoredLayer::w3), {&L.w1, &L.w3}, c.hidden),
+                         pack(sp(&StoredLayer::w2), {&L.w2}, c.ffn)});
   }
-  p->wcls = pack_rows({&classifier(m->weights)}, c.hidden);
+  p->wcls = pack(st != nullptr ? std::vector<const StoredMatrix*>{&st->classifier()} : std::vector<const StoredMatrix*>{},
+                 {&classifier(m->weights)}, c.hidden);
+  // The panels are a copy: the file's pages read for them can go (the embedding rows are read
+  // from the file again as tokens need them).
+  if (st != nullptr) st->release_pages();
   // Keep the model alive with its packing: the key is its address.
   std::shared_ptr<const PackedModel> out(p.get(), [p, m](const PackedModel*) {});
   slot = out;
@@ -107,11 +135,16 @@ void CpuBackend::forward_batch(std::span<const BatchItem> items) {
   size(logits_, out_rows_.size() * vocab);
 
   const Kernels& k = *k_;
-  const float* emb = model_->weights.tok_emb.data();
-  {
+  {  // the embedding rows: float32, or dequantized from the file's blocks (exact, spec/gguf.md Q6)
+    const bool dense = has_dense_weights(*model_);
+    const float* emb = model_->weights.tok_emb.data();
     int r = 0;
     for (const BatchItem& it : items)
-      for (Token t : it.tokens) std::copy_n(emb + static_cast<size_t>(t) * d, d, x_.data() + static_cast<size_t>(r++) * d);
+      for (Token t : it.tokens) {
+        float* x = x_.data() + static_cast<size_t>(r++) * d;
+        if (dense) std::copy_n(emb + static_cast<size_t>(t) * d, d, x);
+        else model_->stored->row(model_->stored->tok_emb, t, x);
+      }
   }
   if (c.embed_scale != 0.0f)  // M18: the row times one float, as the reference
     for (size_t i = 0; i < R * d; ++i) x_[i] = x_[i] * c.embed_scale;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "optimized/cpu/isa.hpp"
+#include "reference/stored_weights.hpp"
 
 namespace akv::cpu {
 
@@ -36,19 +37,53 @@ struct FreeDeleter {
   void operator()(float* p) const { std::free(p); }
 };
 
-/// W (d, n) row-major repacked as ceil(d/16) panels of (n, 16): panel p holds
-/// data[(p*n + k)*16 + c] = W[16p + c][k], zero where 16p + c >= d (K1).
+/// How a panel stores its weights (K15). kF32: the float32 values. The others keep the model
+/// file's own blocks of 32 k (spec/gguf.md Q3-Q5), regrouped across the panel's 16 outputs, with
+/// the fp16 scales widened to float32 once (exact, Q1); the matmul computes each weight from them
+/// right before its FMA with the float operations of spec/gguf.md, so it is the float32 value
+/// bit for bit.
+enum class PanelFormat : uint8_t { kF32, kQ4_0, kQ4_1, kQ8_0 };
+
+/// Bytes of one 32-k block of a quantized panel (16 outputs): the scales d (16 floats), for Q4_1
+/// the minimums m (16 floats), then the quants: Q8_0 q[j][c] (32 x 16 int8, k = j), Q4_0 / Q4_1
+/// the file's bytes b[j][c] (16 x 16, low nibble k = j, high nibble k = j + 16). 0 for kF32.
+constexpr int panel_block_bytes(PanelFormat f) {
+  return f == PanelFormat::kQ8_0 ? 64 + 512 : f == PanelFormat::kQ4_1 ? 128 + 256 : f == PanelFormat::kQ4_0 ? 64 + 256 : 0;
+}
+/// k per quantized block (Q4_0, Q4_1, Q8_0), a divisor of kMatmulBlock.
+inline constexpr int kQuantBlock = 32;
+static_assert(kMatmulBlock % kQuantBlock == 0, "a matmul k-block holds whole quantized blocks");
+
+/// W (d, n) row-major repacked as ceil(d/16) panels of 16 outputs (K1): kF32 panel p holds
+/// data[(p*n + k)*16 + c] = W[16p + c][k]; a quantized panel holds n/32 blocks of
+/// panel_block_bytes (K15). Outputs 16p + c >= d are zero weights.
 struct PackedMatrix {
   int n = 0;  // input width (the reduction length)
   int d = 0;  // outputs
-  std::unique_ptr<float[], FreeDeleter> data;  // 64-byte aligned
+  PanelFormat format = PanelFormat::kF32;
+  std::unique_ptr<float[], FreeDeleter> data;  // 64-byte aligned; raw bytes when quantized
   int panels() const { return (d + kLanes - 1) / kLanes; }
+  /// Bytes of one panel.
+  size_t panel_bytes() const {
+    return format == PanelFormat::kF32 ? static_cast<size_t>(n) * kLanes * sizeof(float)
+                                       : static_cast<size_t>(n / kQuantBlock) * panel_block_bytes(format);
+  }
   const float* panel(int p) const { return data.get() + static_cast<size_t>(p) * n * kLanes; }
+  const uint8_t* qpanel(int p) const { return reinterpret_cast<const uint8_t*>(data.get()) + p * panel_bytes(); }
 };
 
 /// Packs W (d, n) row-major, or the row-wise concatenation of several such matrices
 /// (all with the same n): outputs of parts[0], then parts[1], ...
 PackedMatrix pack_rows(const std::vector<const std::vector<float>*>& parts, int n);
+
+/// The rows of a stored matrix (reference/stored_weights.hpp) that a quantized panel can take.
+bool packs_quantized(uint32_t ggml_type);
+
+/// Packs stored matrices (all with `n` columns, each of one type packs_quantized accepts, the
+/// same for all parts) into quantized panels (K15), outputs of parts[0] first. Rows are read
+/// from the file's blocks through StoredMatrix::source_row. Throws std::invalid_argument for a
+/// mix of types or an unsupported one.
+PackedMatrix pack_stored(const std::vector<const StoredMatrix*>& parts, int n);
 
 /// One attention work item (K4): the `group` query heads sharing one KV head, for `rows`
 /// consecutive tokens of one session at absolute positions pos, pos + 1, ..., pos + rows - 1;

@@ -85,6 +85,16 @@ struct Avx2 {
     return {_mm256_blendv_ps(b.lo, a.lo, _mm256_cmp_ps(x.lo, y.lo, _CMP_LT_OQ)),
             _mm256_blendv_ps(b.hi, a.hi, _mm256_cmp_ps(x.hi, y.hi, _CMP_LT_OQ))};
   }
+  // Bytes to floats (exact: small integers), 8 lanes a half.
+  static __m256 bytes8(const uint8_t* p, int shift, bool sign) {
+    const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
+    __m256i i = sign ? _mm256_cvtepi8_epi32(b) : _mm256_cvtepu8_epi32(b);
+    if (shift >= 0) i = _mm256_and_si256(_mm256_srli_epi32(i, shift), _mm256_set1_epi32(15));
+    return _mm256_cvtepi32_ps(i);
+  }
+  static V u4lo(const uint8_t* p) { return {bytes8(p, 0, false), bytes8(p + 8, 0, false)}; }
+  static V u4hi(const uint8_t* p) { return {bytes8(p, 4, false), bytes8(p + 8, 4, false)}; }
+  static V s8(const uint8_t* p) { return {bytes8(p, -1, true), bytes8(p + 8, -1, true)}; }
   // The K2 tree: l += l+8 (lo + hi), l += l+4, l += l+2, l += l+1.
   static float reduce(V a) {
     const __m256 s8 = _mm256_add_ps(a.lo, a.hi);

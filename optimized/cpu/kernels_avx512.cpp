@@ -85,6 +85,18 @@ struct Avx512 {
   static V div(V a, V b) { return _mm512_div_ps(a, b); }
   static V exp(V a) { return exp16(a); }
   static V select_lt(V x, V y, V a, V b) { return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, y, _CMP_LT_OQ), b, a); }
+  // Bytes to floats (exact: small integers).
+  static V u4lo(const uint8_t* p) {
+    const __m512i i = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    return _mm512_cvtepi32_ps(_mm512_and_si512(i, _mm512_set1_epi32(15)));
+  }
+  static V u4hi(const uint8_t* p) {
+    const __m512i i = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    return _mm512_cvtepi32_ps(_mm512_srli_epi32(i, 4));
+  }
+  static V s8(const uint8_t* p) {
+    return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+  }
   // The K2 tree: l += l+8 (low 256 + high 256), l += l+4, l += l+2, l += l+1.
   static float reduce(V a) {
     const __m256 lo = _mm512_castps512_ps256(a);

@@ -9,10 +9,13 @@
 //   S::exp(v)                akv::exp per lane, same IEEE operations (K7)
 //   S::select_lt(x, y, a, b) per lane x < y ? a : b (an ordered compare: false on NaN)
 //   S::kTileBudget           V accumulators a matmul tile may hold in registers
+//   S::u4lo/u4hi(p)          16 bytes p[0..15] -> lane l = float(p[l] & 15), float(p[l] >> 4) (exact)
+//   S::s8(p)                 16 bytes -> lane l = float(int8_t(p[l])) (exact)
 // Every function is a template over S, so the three instantiations never share a symbol.
 #pragma once
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "optimized/cpu/kernels.hpp"
 #include "reference/exp.hpp"
@@ -96,9 +99,190 @@ inline int panel_step(int want) {
   return 1;
 }
 
+// ---- quantized panels (K15): each weight computed from the file's block right before its FMA
+
+// The float32 value of the 16 lanes' weights at k = kb + j of one panel block `blk` (Lo: the low
+// nibbles, k - kb < 16; else the high ones), by the float operations of spec/gguf.md Q3-Q5, so
+// the bits reference/ reads: Q8_0 float(q) * d; Q4_0 (float(q) - 8) * d, the difference exact,
+// as float(q - 8) * d; Q4_1 d * float(q), rounded, then + m.
+template <class S, PanelFormat F, bool Lo>
+inline typename S::V qweight(const uint8_t* blk, int j, typename S::V d, typename S::V m) {
+  if constexpr (F == PanelFormat::kQ8_0) {
+    return S::mul(S::s8(blk + 64 + j * kLanes), d);
+  } else if constexpr (F == PanelFormat::kQ4_0) {
+    const uint8_t* q = blk + 64 + j * kLanes;
+    return S::mul(S::sub(Lo ? S::u4lo(q) : S::u4hi(q), S::set1(8.0f)), d);
+  } else {
+    const uint8_t* q = blk + 128 + j * kLanes;
+    return S::add(S::mul(d, Lo ? S::u4lo(q) : S::u4hi(q)), m);
+  }
+}
+
+// K-steps [kb + j0, kb + j0 + cnt) of one block into an R x P tile: the weights computed once per
+// k for all R rows (qweight), then one FMA per row, as tile() does with loaded weights.
+template <class S, int R, int P, PanelFormat F, bool Lo>
+inline void qsteps(const float* X, size_t ldx, const uint8_t* const* blk, const typename S::V* d, const typename S::V* m,
+                   int kb, int j0, int cnt, typename S::V (&acc)[R][P]) {
+  for (int j = 0; j < cnt; ++j) {
+    typename S::V w[P];
+    for (int p = 0; p < P; ++p) w[p] = qweight<S, F, Lo>(blk[p], j0 + j - (Lo ? 0 : 16) * (F != PanelFormat::kQ8_0), d[p], m[p]);
+    for (int r = 0; r < R; ++r) {
+      const typename S::V b = S::set1(X[r * ldx + kb + j0 + j]);
+      for (int p = 0; p < P; ++p) acc[r][p] = S::fma(b, w[p], acc[r][p]);
+    }
+  }
+}
+
+// tile() on quantized panels: the same chains over k in blocks of kMatmulBlock, the same adds of
+// the block sums; only where the weight comes from differs (K15).
+template <class S, int R, int P, PanelFormat F>
+void qtile(const float* X, size_t ldx, const uint8_t* W, size_t wstride, int n, float* Y, size_t ldy, int cols) {
+  constexpr int kB = panel_block_bytes(F);
+  typename S::V acc[R][P];
+  alignas(64) float total[R][P][kLanes];
+  for (int k0 = 0; k0 < n; k0 += kMatmulBlock) {
+    const int k1 = std::min(n, k0 + kMatmulBlock);
+    for (int r = 0; r < R; ++r)
+      for (int p = 0; p < P; ++p) acc[r][p] = S::zero();
+    for (int kb = k0; kb < k1; kb += kQuantBlock) {
+      const uint8_t* blk[P];
+      typename S::V d[P], m[P];
+      for (int p = 0; p < P; ++p) {
+        blk[p] = W + p * wstride + static_cast<size_t>(kb / kQuantBlock) * kB;
+        d[p] = S::load(reinterpret_cast<const float*>(blk[p]));
+        m[p] = F == PanelFormat::kQ4_1 ? S::load(reinterpret_cast<const float*>(blk[p]) + kLanes) : S::zero();
+      }
+      if constexpr (F == PanelFormat::kQ8_0) {
+        qsteps<S, R, P, F, true>(X, ldx, blk, d, m, kb, 0, kQuantBlock, acc);
+      } else {
+        qsteps<S, R, P, F, true>(X, ldx, blk, d, m, kb, 0, 16, acc);    // k = kb .. kb + 15: low nibbles
+        qsteps<S, R, P, F, false>(X, ldx, blk, d, m, kb, 16, 16, acc);  // k = kb + 16 .. kb + 31: high
+      }
+    }
+    if (k0 > 0)
+      for (int r = 0; r < R; ++r)
+        for (int p = 0; p < P; ++p) acc[r][p] = S::add(S::load(total[r][p]), acc[r][p]);
+    if (k1 < n)
+      for (int r = 0; r < R; ++r)
+        for (int p = 0; p < P; ++p) S::store(total[r][p], acc[r][p]);
+  }
+  if (n == 0)
+    for (int r = 0; r < R; ++r)
+      for (int p = 0; p < P; ++p) acc[r][p] = S::zero();
+  for (int r = 0; r < R; ++r)
+    for (int p = 0; p < P; ++p) {
+      float* y = Y + r * ldy + p * kLanes;
+      const int valid = std::min(kLanes, cols - p * kLanes);
+      if (valid == kLanes) {
+        S::store(y, acc[r][p]);
+      } else if (valid > 0) {
+        alignas(64) float t[kLanes];
+        S::store(t, acc[r][p]);
+        std::copy_n(t, valid, y);
+      }
+    }
+}
+
+template <class S, PanelFormat F, int R>
+void qtile_p(int P, const float* X, size_t ldx, const uint8_t* W, size_t wstride, int n, float* Y, size_t ldy, int cols) {
+  switch (P) {
+    case 1: return qtile<S, R, 1, F>(X, ldx, W, wstride, n, Y, ldy, cols);
+    case 2: return qtile<S, R, 2, F>(X, ldx, W, wstride, n, Y, ldy, cols);
+    case 3: return qtile<S, R, 3, F>(X, ldx, W, wstride, n, Y, ldy, cols);
+    default: return qtile<S, R, 4, F>(X, ldx, W, wstride, n, Y, ldy, cols);
+  }
+}
+
+template <class S, PanelFormat F>
+void qtile_rp(int R, int P, const float* X, size_t ldx, const uint8_t* W, size_t wstride, int n, float* Y, size_t ldy,
+              int cols) {
+  switch (R) {
+    case 1: return qtile_p<S, F, 1>(P, X, ldx, W, wstride, n, Y, ldy, cols);
+    case 2: return qtile_p<S, F, 2>(P, X, ldx, W, wstride, n, Y, ldy, cols);
+    case 3: return qtile_p<S, F, 3>(P, X, ldx, W, wstride, n, Y, ldy, cols);
+    default: return qtile_p<S, F, 4>(P, X, ldx, W, wstride, n, Y, ldy, cols);
+  }
+}
+
+// Panels [p, p + np) of W as float32 panels into `out` (np * n * 16 floats): the weights qtile
+// computes, by the same qweight, stored (the prefill path: computed once for many rows).
+template <class S, PanelFormat F>
+void dequantize_panels(const PackedMatrix& W, int p, int np, float* out) {
+  constexpr int kB = panel_block_bytes(F);
+  for (int i = 0; i < np; ++i) {
+    const uint8_t* panel = W.qpanel(p + i);
+    float* o = out + static_cast<size_t>(i) * W.n * kLanes;
+    for (int b = 0; b < W.n / kQuantBlock; ++b) {
+      const uint8_t* blk = panel + static_cast<size_t>(b) * kB;
+      const typename S::V d = S::load(reinterpret_cast<const float*>(blk));
+      const typename S::V m = F == PanelFormat::kQ4_1 ? S::load(reinterpret_cast<const float*>(blk) + kLanes) : S::zero();
+      float* ob = o + static_cast<size_t>(b) * kQuantBlock * kLanes;
+      if constexpr (F == PanelFormat::kQ8_0) {
+        for (int j = 0; j < kQuantBlock; ++j) S::store(ob + j * kLanes, qweight<S, F, true>(blk, j, d, m));
+      } else {
+        for (int j = 0; j < 16; ++j) S::store(ob + j * kLanes, qweight<S, F, true>(blk, j, d, m));
+        for (int j = 0; j < 16; ++j) S::store(ob + (16 + j) * kLanes, qweight<S, F, false>(blk, j, d, m));
+      }
+    }
+  }
+}
+
+// Forward declaration: the float32 tiles below.
+template <class S>
+void matmul_f32(const float* X, size_t ldx, int rows, const PackedMatrix& W, int p0, int p1, float* Y, size_t ldy);
+
+/// Rows up to which a quantized matmul computes weights in registers (qtile); more rows share
+/// weights computed once into float32 panels (dequantize_panels). Either way the same bits.
+inline constexpr int kQuantFusedRows = 4;
+
+template <class S, PanelFormat F>
+void matmul_quant(const float* X, size_t ldx, int rows, const PackedMatrix& W, int p0, int p1, float* Y, size_t ldy) {
+  const size_t wstride = W.panel_bytes();
+  if (rows <= kQuantFusedRows) {
+    const int R = rows;
+    const int P = std::max(1, std::min(4, (S::kTileBudget >= 24 ? 16 : S::kTileBudget) / R));
+    for (int p = p0; p < p1;) {
+      const int np = std::min(P, p1 - p);
+      const int cols = std::min(np * kLanes, W.d - p * kLanes);
+      qtile_rp<S, F>(R, np, X, ldx, W.qpanel(p), wstride, W.n, Y + p * kLanes, ldy, cols);
+      p += np;
+    }
+    return;
+  }
+  // Per block of kRows rows (kept in cache), panel groups of kGroup: computed once into float32
+  // panels, then the block's rows through tile().
+  constexpr int kGroup = 4, kRows = 192;
+  thread_local std::vector<float> buf;
+  buf.resize(static_cast<size_t>(kGroup) * W.n * kLanes);
+  PackedMatrix view;  // the group as a float32 matrix of np panels, borrowing buf
+  view.n = W.n;
+  for (int r0 = 0; r0 < rows; r0 += kRows) {
+    const int nr = std::min(kRows, rows - r0);
+    for (int p = p0; p < p1; p += kGroup) {
+      const int np = std::min(kGroup, p1 - p);
+      dequantize_panels<S, F>(W, p, np, buf.data());
+      view.d = std::min(np * kLanes, W.d - p * kLanes);
+      view.data.reset(buf.data());
+      matmul_f32<S>(X + r0 * ldx, ldx, nr, view, 0, np, Y + r0 * ldy + p * kLanes, ldy);
+      (void)view.data.release();
+    }
+  }
+}
+
 // Tiling changes only which outputs share registers, never an output's chain (K1).
 template <class S>
 void matmul(const float* X, size_t ldx, int rows, const PackedMatrix& W, int p0, int p1, float* Y, size_t ldy) {
+  switch (W.format) {
+    case PanelFormat::kQ4_0: return matmul_quant<S, PanelFormat::kQ4_0>(X, ldx, rows, W, p0, p1, Y, ldy);
+    case PanelFormat::kQ4_1: return matmul_quant<S, PanelFormat::kQ4_1>(X, ldx, rows, W, p0, p1, Y, ldy);
+    case PanelFormat::kQ8_0: return matmul_quant<S, PanelFormat::kQ8_0>(X, ldx, rows, W, p0, p1, Y, ldy);
+    case PanelFormat::kF32: break;
+  }
+  matmul_f32<S>(X, ldx, rows, W, p0, p1, Y, ldy);
+}
+
+template <class S>
+void matmul_f32(const float* X, size_t ldx, int rows, const PackedMatrix& W, int p0, int p1, float* Y, size_t ldy) {
   constexpr int kMaxR = 6;
   constexpr int kRowBlock = 48;  // rows of X kept hot while panels stream past
   const size_t wstride = static_cast<size_t>(W.n) * kLanes;

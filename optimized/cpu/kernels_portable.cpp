@@ -33,6 +33,9 @@ struct Portable {
   static V select_lt(const V& x, const V& y, const V& a, const V& b) {
     return map([&](int l) { return x.v[l] < y.v[l] ? a.v[l] : b.v[l]; });
   }
+  static V u4lo(const uint8_t* p) { return map([&](int l) { return static_cast<float>(p[l] & 15); }); }
+  static V u4hi(const uint8_t* p) { return map([&](int l) { return static_cast<float>(p[l] >> 4); }); }
+  static V s8(const uint8_t* p) { return map([&](int l) { return static_cast<float>(static_cast<int8_t>(p[l])); }); }
   static float reduce(V a) {
     for (int w = kLanes / 2; w >= 1; w /= 2)
       for (int l = 0; l < w; ++l) a.v[l] = a.v[l] + a.v[l + w];

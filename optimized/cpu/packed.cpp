@@ -1,5 +1,7 @@
 #include <cstring>
 #include <new>
+#include <stdexcept>
+#include <string>
 
 #include "optimized/cpu/kernels.hpp"
 
@@ -23,6 +25,76 @@ PackedMatrix pack_rows(const std::vector<const std::vector<float>*>& parts, int 
       for (int k = 0; k < n; ++k) dst[static_cast<size_t>(k) * kLanes] = src[k];
     }
   }
+  return m;
+}
+
+namespace {
+// ggml type ids (spec/gguf.md F4) of the formats a quantized panel takes.
+constexpr uint32_t kGgmlQ4_0 = 2, kGgmlQ4_1 = 3, kGgmlQ8_0 = 8;
+
+PanelFormat panel_format(uint32_t type) {
+  switch (type) {
+    case kGgmlQ4_0: return PanelFormat::kQ4_0;
+    case kGgmlQ4_1: return PanelFormat::kQ4_1;
+    case kGgmlQ8_0: return PanelFormat::kQ8_0;
+    default: throw std::invalid_argument("pack_stored: ggml type " + std::to_string(type) + " has no quantized panel");
+  }
+}
+
+uint16_t le16(const uint8_t* p) { return static_cast<uint16_t>(p[0] | (p[1] << 8)); }
+
+// One file block (src: its bytes) into lane c of a panel block (dst): scales widened once
+// (half_bits_to_float is exact, Q1), quants copied as the file holds them.
+void put_block(PanelFormat f, const uint8_t* src, uint8_t* dst, int c) {
+  float* d = reinterpret_cast<float*>(dst);
+  d[c] = half_bits_to_float(le16(src));
+  switch (f) {
+    case PanelFormat::kQ8_0:  // fp16 d, 32 x int8
+      for (int j = 0; j < 32; ++j) dst[64 + j * kLanes + c] = src[2 + j];
+      break;
+    case PanelFormat::kQ4_0:  // fp16 d, 16 bytes of nibbles
+      for (int j = 0; j < 16; ++j) dst[64 + j * kLanes + c] = src[2 + j];
+      break;
+    case PanelFormat::kQ4_1:  // fp16 d, fp16 m, 16 bytes of nibbles
+      d[kLanes + c] = half_bits_to_float(le16(src + 2));
+      for (int j = 0; j < 16; ++j) dst[128 + j * kLanes + c] = src[4 + j];
+      break;
+    case PanelFormat::kF32: break;
+  }
+}
+
+size_t file_block_bytes(PanelFormat f) { return f == PanelFormat::kQ8_0 ? 34 : f == PanelFormat::kQ4_1 ? 20 : 18; }
+}  // namespace
+
+bool packs_quantized(uint32_t ggml_type) {
+  return ggml_type == kGgmlQ4_0 || ggml_type == kGgmlQ4_1 || ggml_type == kGgmlQ8_0;
+}
+
+PackedMatrix pack_stored(const std::vector<const StoredMatrix*>& parts, int n) {
+  if (parts.empty()) throw std::invalid_argument("pack_stored: no matrix");
+  PackedMatrix m;
+  m.n = n;
+  m.format = panel_format(parts[0]->type);
+  for (const auto* p : parts) {
+    if (panel_format(p->type) != m.format || p->cols != n || n % kQuantBlock != 0)
+      throw std::invalid_argument("pack_stored: parts of different types or widths");
+    m.d += p->rows;
+  }
+  const int fb = panel_block_bytes(m.format);
+  const size_t bytes = (static_cast<size_t>(m.panels()) * m.panel_bytes() + 63) / 64 * 64;
+  m.data.reset(static_cast<float*>(std::aligned_alloc(64, bytes)));
+  if (!m.data) throw std::bad_alloc();
+  std::memset(m.data.get(), 0, bytes);  // the zero weights of the last panel's padding (K1)
+  uint8_t* base = reinterpret_cast<uint8_t*>(m.data.get());
+  const size_t sb = file_block_bytes(m.format);
+  int row = 0;
+  for (const auto* p : parts)
+    for (int i = 0; i < p->rows; ++i, ++row) {
+      uint8_t* panel = base + static_cast<size_t>(row / kLanes) * m.panel_bytes();
+      const uint8_t* src = p->row(i);
+      for (int b = 0; b < n / kQuantBlock; ++b)
+        put_block(m.format, src + b * sb, panel + static_cast<size_t>(b) * fb, row % kLanes);
+    }
   return m;
 }
 

@@ -70,6 +70,25 @@ inline __m512i cvtps_epi32(__m512 a) {
   return _mm512_loadu_si512(r);
 }
 
+// The byte widenings and int -> float conversion of the quantized panels (K15), absent from
+// SIMDe 0.7.4: per lane, as the native instructions (the conversion is exact below 2^24).
+template <class B>
+inline __m512i widen_bytes(__m128i a) {
+  alignas(16) B b[16];
+  alignas(64) int32_t r[16];
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(b), a);
+  for (int l = 0; l < 16; ++l) r[l] = b[l];
+  return _mm512_loadu_si512(r);
+}
+
+inline __m512 cvtepi32_ps(__m512i a) {
+  alignas(64) int32_t x[16];
+  alignas(64) float r[16];
+  _mm512_storeu_si512(x, a);
+  for (int l = 0; l < 16; ++l) r[l] = static_cast<float>(x[l]);
+  return _mm512_loadu_ps(r);
+}
+
 }  // namespace akv::cpu::simde_exact
 
 #ifndef _MM_FROUND_NO_EXC
@@ -87,6 +106,15 @@ inline __m512i cvtps_epi32(__m512 a) {
 #define _mm512_fmadd_ps(a, b, c) ::akv::cpu::simde_exact::fmadd(a, b, c)
 #undef _mm512_fnmadd_ps
 #define _mm512_fnmadd_ps(a, b, c) ::akv::cpu::simde_exact::fnmadd(a, b, c)
+#ifndef _mm512_cvtepu8_epi32
+#define _mm512_cvtepu8_epi32(a) ::akv::cpu::simde_exact::widen_bytes<uint8_t>(a)
+#endif
+#ifndef _mm512_cvtepi8_epi32
+#define _mm512_cvtepi8_epi32(a) ::akv::cpu::simde_exact::widen_bytes<int8_t>(a)
+#endif
+#ifndef _mm512_cvtepi32_ps
+#define _mm512_cvtepi32_ps(a) ::akv::cpu::simde_exact::cvtepi32_ps(a)
+#endif
 #undef _mm512_cvtps_epi32
 #define _mm512_cvtps_epi32(a) ::akv::cpu::simde_exact::cvtps_epi32(a)
 

@@ -7,6 +7,7 @@
 
 #include "readers/gguf/dequant_k.hpp"
 #include "reference/error.hpp"
+#include "reference/stored_weights.hpp"
 
 namespace akv::model {
 
@@ -66,28 +67,7 @@ void q5_1(const uint8_t* b, float* y) {  // fp16 d, fp16 m, qh, 16 bytes of nibb
 
 }  // namespace
 
-float half_to_float(uint16_t h) {
-  const uint32_t sign = static_cast<uint32_t>(h & 0x8000) << 16;
-  const uint32_t exp = (h >> 10) & 0x1F;
-  uint32_t man = h & 0x3FF;
-  uint32_t bits;
-  if (exp == 0x1F) {
-    bits = sign | 0x7F800000u | (man << 13);  // inf, or NaN with its payload
-  } else if (exp != 0) {
-    bits = sign | ((exp + 112) << 23) | (man << 13);  // rebias 15 -> 127
-  } else if (man == 0) {
-    bits = sign;  // +-0
-  } else {
-    // Subnormal: man * 2^-24. Shift the leading 1 up to bit 10, counting the steps.
-    uint32_t e = 113;  // exponent field of 2^-14, decremented per shift
-    while ((man & 0x400) == 0) {
-      man <<= 1;
-      --e;
-    }
-    bits = sign | (e << 23) | ((man & 0x3FF) << 13);
-  }
-  return std::bit_cast<float>(bits);
-}
+float half_to_float(uint16_t h) { return akv::half_bits_to_float(h); }
 
 float bf16_to_float(uint16_t b) { return std::bit_cast<float>(static_cast<uint32_t>(b) << 16); }
 
@@ -141,13 +121,14 @@ std::vector<float> dequantize(const TensorInfo& t, const std::string& file) {
   return out;
 }
 
-void check_finite(std::span<const float> v, size_t row_len, const std::string& where) {
-  for (size_t i = 0; i < v.size(); ++i) {
-    if (std::isfinite(v[i])) continue;
+void check_finite(std::span<const float> v, size_t row_len, const std::string& where, size_t first) {
+  for (size_t j = 0; j < v.size(); ++j) {
+    if (std::isfinite(v[j])) continue;
+    const size_t i = first + j;
     const size_t n = row_len ? row_len : 1;
     throw Error(ErrorCode::kBadModel,
                 where + "[" + std::to_string(i) + "] (row " + std::to_string(i / n) + ", column " + std::to_string(i % n) +
-                    "): " + (std::isnan(v[i]) ? "nan" : v[i] > 0 ? "inf" : "-inf") +
+                    "): " + (std::isnan(v[j]) ? "nan" : v[j] > 0 ? "inf" : "-inf") +
                     ": a weight that is not finite makes every value it reaches NaN, so no comparison could prove "
                     "anything (spec/gguf.md F8)");
   }

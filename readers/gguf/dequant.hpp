@@ -33,7 +33,8 @@ std::vector<float> dequantize(const TensorInfo& t, const std::string& file = "")
 
 /// spec/gguf.md F8: throws Error(kBadModel) `WHERE[i] (row r, column c): nan: ...` naming the
 /// first element of `v` that is not finite; `row_len` is the tensor's contiguous row length
-/// (ggml dims[0], torch's last dim). Every weight a model holds is checked at load.
-void check_finite(std::span<const float> v, size_t row_len, const std::string& where);
+/// (ggml dims[0], torch's last dim); `first` is the index of v[0] in the tensor (a tensor
+/// checked in pieces). Every weight a model holds is checked at load.
+void check_finite(std::span<const float> v, size_t row_len, const std::string& where, size_t first = 0);
 
 }  // namespace akv::model

@@ -76,6 +76,9 @@ class GgufFile {
   uint64_t alignment() const { return alignment_; }
   uint64_t data_offset() const { return data_offset_; }  // start of the data section, in bytes
   const std::string& name() const { return name_; }
+  /// The file's bytes, shared: every TensorInfo::data stays valid while a holder keeps them
+  /// (a model's stored weights, spec/kernels-cpu.md K15).
+  std::shared_ptr<const Bytes> bytes() const { return bytes_; }
 
   /// Metadata in file order.
   const std::vector<std::pair<std::string_view, Value>>& metadata() const { return kv_; }
@@ -102,7 +105,7 @@ class GgufFile {
   GgufFile(std::unique_ptr<Bytes> bytes, std::string name);
   void parse_all();
 
-  std::unique_ptr<Bytes> bytes_;
+  std::shared_ptr<const Bytes> bytes_;
   std::string name_;
   uint32_t version_ = 0;
   uint64_t alignment_ = 32;

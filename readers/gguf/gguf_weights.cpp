@@ -31,6 +31,40 @@ std::vector<float> load(const GgufFile& f, const std::string& name, std::vector<
   return v;
 }
 
+// The tensor `name` (W (d, n), ggml dims [n, d]) as the file stores it: dims checked as load(),
+// a type akv dequantizes, every value finite (F8, checked in pieces of rows, nothing kept).
+StoredMatrix stored(const GgufFile& f, const std::string& name, std::vector<uint64_t> dims, std::set<std::string>& used,
+                    int qk_head_dim) {
+  used.insert(name);
+  const TensorInfo* t = f.find_tensor(name);
+  if (!t) throw Error(ErrorCode::kBadModel, f.name() + ": tensor '" + name + "': missing");
+  if (t->dims != dims) (void)load(f, name, dims, used);  // throws, naming the dims
+  const std::string what = f.name() + ": tensor '" + name + "'";
+  if (!dequantize_supported(t->type)) (void)dequantize(*t, f.name());  // throws, naming the type
+  StoredMatrix m;
+  m.type = t->type;
+  m.cols = static_cast<int>(dims[0]);
+  m.rows = static_cast<int>(dims[1]);
+  m.data = t->data;
+  m.row_bytes = t->n_bytes / dims[1];
+  m.qk_head_dim = qk_head_dim;
+  constexpr size_t kPiece = size_t{1} << 16;  // elements dequantized at a time for F8
+  const size_t rows_per = std::max<size_t>(1, kPiece / dims[0]);
+  std::vector<float> buf(rows_per * dims[0]);
+  for (size_t r = 0; r < dims[1]; r += rows_per) {
+    const size_t nr = std::min<size_t>(rows_per, dims[1] - r);
+    std::span<float> out(buf.data(), nr * dims[0]);
+    dequantize(t->type, {t->data + r * m.row_bytes, nr * m.row_bytes}, out, what);
+    check_finite(out, dims[0], what, r * dims[0]);
+  }
+  return m;
+}
+
+void dequantize_stored(uint32_t type, const uint8_t* in, size_t n, float* out) {
+  const TypeLayout* l = type_layout(type);
+  dequantize(type, {in, n / l->block * l->bytes}, {out, n}, "stored weights");
+}
+
 // C4: every tensor of the file is one the model reads, or the file is refused, naming it: a
 // tensor akv skipped (rope_freqs, a bias, a layer past block_count) would make akv compute
 // another function than the file's own runtime, silently.
@@ -63,12 +97,25 @@ std::vector<float> unpermute(const std::vector<float>& w, int rows, int n, int h
   return out;
 }
 
+// The block variants' vectors of layer prefix `b` (float32 in every mode: they are small):
+// QKV biases (M14), QK-norms (M15), post-norms (M16), each only under its Config feature.
+void load_vectors(const GgufFile& f, const Config& c, LayerWeights<float>& L, const std::string& b, std::set<std::string>& used) {
+  const auto h = static_cast<uint64_t>(c.hidden), q = static_cast<uint64_t>(c.q_dim());
+  const auto kv = static_cast<uint64_t>(c.kv_dim()), hd = static_cast<uint64_t>(c.head_dim);
+  if (c.qkv_bias) {
+    L.bq = load(f, b + "attn_q.bias", {q}, used), L.bk = load(f, b + "attn_k.bias", {kv}, used);
+    L.bv = load(f, b + "attn_v.bias", {kv}, used);
+  }
+  if (c.qk_norm) L.q_norm = load(f, b + "attn_q_norm.weight", {hd}, used), L.k_norm = load(f, b + "attn_k_norm.weight", {hd}, used);
+  if (c.post_norms) {
+    L.post_attn_norm = load(f, b + "post_attention_norm.weight", {h}, used);
+    L.post_ffn_norm = load(f, b + "post_ffw_norm.weight", {h}, used);
+  }
+}
+
 }  // namespace
 
-int gguf_qk_source_row(int r, int head_dim) {
-  const int half = head_dim / 2;
-  return 2 * (r % half) + r / half;
-}
+int gguf_qk_source_row(int r, int head_dim) { return qk_source_row(r, head_dim); }
 
 Weights<float> weights_from_gguf(const GgufFile& f, const Config& c) {
   const auto h = static_cast<uint64_t>(c.hidden), v = static_cast<uint64_t>(c.vocab);
@@ -96,21 +143,53 @@ Weights<float> weights_from_gguf(const GgufFile& f, const Config& c) {
     L.w1 = load(b + "ffn_gate.weight", {h, ffn});
     L.w2 = load(b + "ffn_down.weight", {ffn, h});
     L.w3 = load(b + "ffn_up.weight", {h, ffn});
-    const auto hd = static_cast<uint64_t>(c.head_dim);
-    if (c.qkv_bias) {  // M14
-      L.bq = load(b + "attn_q.bias", {q}), L.bk = load(b + "attn_k.bias", {kv}), L.bv = load(b + "attn_v.bias", {kv});
-    }
-    if (c.qk_norm) L.q_norm = load(b + "attn_q_norm.weight", {hd}), L.k_norm = load(b + "attn_k_norm.weight", {hd});  // M15
-    if (c.post_norms) {  // M16
-      L.post_attn_norm = load(b + "post_attention_norm.weight", {h});
-      L.post_ffn_norm = load(b + "post_ffw_norm.weight", {h});
-    }
+    load_vectors(f, c, L, b, used);
     w.layers.push_back(std::move(L));
   }
   w.final_norm = load("output_norm.weight", {h});
   if (!c.tied_output) w.wcls = load("output.weight", {h, v});  // tied: classifier() reads tok_emb
   if (!c.rope_freq_factors.empty()) used.insert("rope_freqs.weight");  // read by config_from_gguf (M20)
   check_all_used(f, used, c);
+  return w;
+}
+
+Weights<float> stored_weights_from_gguf(const GgufFile& f, const Config& c, StoredWeights& out) {
+  const auto h = static_cast<uint64_t>(c.hidden), v = static_cast<uint64_t>(c.vocab);
+  const auto q = static_cast<uint64_t>(c.q_dim()), kv = static_cast<uint64_t>(c.kv_dim());
+  const auto ffn = static_cast<uint64_t>(c.ffn);
+  Weights<float> w;
+  std::set<std::string> used;
+  const auto load = [&](const std::string& name, std::vector<uint64_t> dims) { return akv::model::load(f, name, std::move(dims), used); };
+  const auto keep = [&](const std::string& name, std::vector<uint64_t> dims, int qk = 0) {
+    return stored(f, name, std::move(dims), used, qk);
+  };
+  out.tok_emb = keep("token_embd.weight", {h, v});
+  for (int l = 0; l < c.n_layers; ++l) {
+    const std::string b = "blk." + std::to_string(l) + ".";
+    LayerWeights<float> L;
+    StoredLayer S;
+    L.attn_norm = load(b + "attn_norm.weight", {h});
+    // C3: only llama's Q/K rows are permuted by the converter (as weights_from_gguf).
+    const int qk = c.arch == "llama" ? c.head_dim : 0;
+    S.wq = keep(b + "attn_q.weight", {h, q}, qk);
+    S.wk = keep(b + "attn_k.weight", {h, kv}, qk);
+    S.wv = keep(b + "attn_v.weight", {h, kv});
+    S.wo = keep(b + "attn_output.weight", {q, h});
+    L.ffn_norm = load(b + "ffn_norm.weight", {h});
+    S.w1 = keep(b + "ffn_gate.weight", {h, ffn});
+    S.w2 = keep(b + "ffn_down.weight", {ffn, h});
+    S.w3 = keep(b + "ffn_up.weight", {h, ffn});
+    load_vectors(f, c, L, b, used);
+    w.layers.push_back(std::move(L));
+    out.layers.push_back(S);
+  }
+  w.final_norm = load("output_norm.weight", {h});
+  if (!c.tied_output) out.wcls = keep("output.weight", {h, v});
+  if (!c.rope_freq_factors.empty()) used.insert("rope_freqs.weight");  // read by config_from_gguf (M20)
+  check_all_used(f, used, c);
+  out.dequantize = &dequantize_stored;
+  out.owner = f.bytes();
+  out.drop_pages = [](const void* owner) { static_cast<const Bytes*>(owner)->drop_pages(); };
   return w;
 }
 
@@ -122,7 +201,9 @@ std::shared_ptr<const Model> load_gguf_model(const GgufFile& f, const std::strin
   const Config c = config_from_gguf(f, name);
   auto m = std::make_shared<Model>();
   m->config = c;
-  m->weights = weights_from_gguf(f, c);
+  auto stored = std::make_shared<StoredWeights>();
+  m->weights = stored_weights_from_gguf(f, c, *stored);
+  m->stored = std::move(stored);
   m->rope = make_global_rope(c);
   m->rope_local = make_local_rope(c);
   return m;

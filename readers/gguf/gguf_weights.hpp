@@ -23,7 +23,13 @@ int gguf_qk_source_row(int r, int head_dim);
 /// akv does not dequantize. Memory: the float32 weights (4 bytes a parameter).
 Weights<float> weights_from_gguf(const GgufFile& f, const Config& cfg);
 
-/// Opens `path`, builds its config (named `name`), weights and RoPE table.
+/// The same checks as weights_from_gguf, but the matrices stay in the file (spec/kernels-cpu.md
+/// K15): `out` gets them as StoredMatrix views into f's bytes (kept alive by out.owner); the
+/// returned Weights hold only the norms. Memory: the norms, and the file's pages while held.
+Weights<float> stored_weights_from_gguf(const GgufFile& f, const Config& cfg, StoredWeights& out);
+
+/// Opens `path`, builds its config (named `name`), stored weights (the matrices in the file's
+/// blocks, stored_weights_from_gguf; dense_model() gives float32) and RoPE table.
 std::shared_ptr<const Model> load_gguf_model(const std::string& path, const std::string& name);
 /// The same from a file already open.
 std::shared_ptr<const Model> load_gguf_model(const GgufFile& f, const std::string& name);

@@ -3,6 +3,8 @@
 // read the same file with akv. A missing digest file fails, with the command to run.
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include <chrono>
 #include <cstring>
 #include <fstream>
@@ -122,7 +124,25 @@ TEST(C3_Weights, SmolLM2ShapesOnly) {
   const auto m = load_gguf_model(d.at("model"), "smollm2");
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const Config& c = m->config;
-  const auto& w = m->weights;
+  // K15: the matrices stay in the file's blocks; the float32 copy is made only on request.
+  ASSERT_TRUE(m->stored);
+  EXPECT_FALSE(has_dense_weights(*m));
+  EXPECT_TRUE(m->weights.tok_emb.empty());
+  const StoredWeights& st = *m->stored;
+  EXPECT_EQ(st.tok_emb.type, 8u) << "Q8_0";
+  EXPECT_EQ(std::tie(st.tok_emb.rows, st.tok_emb.cols), std::tie(c.vocab, c.hidden));
+  ASSERT_EQ(st.layers.size(), 30u);
+  for (const auto& L : st.layers) {
+    for (const StoredMatrix* x : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w1, &L.w2, &L.w3}) EXPECT_EQ(x->type, 3u) << "Q4_1";
+    EXPECT_EQ(L.wq.rows * L.wq.cols, 576 * 576);
+    EXPECT_EQ(L.wk.rows * L.wk.cols, 192 * 576);
+    EXPECT_EQ(L.w2.rows * L.w2.cols, 576 * 1536);
+    EXPECT_EQ(L.wq.qk_head_dim, 64);
+    EXPECT_EQ(L.wv.qk_head_dim, 0);
+  }
+  EXPECT_TRUE(st.wcls.empty()) << "tied";
+  const auto dm = dense_model(m);
+  const auto& w = dm->weights;
   EXPECT_EQ(w.tok_emb.size(), 49152u * 576u);
   ASSERT_EQ(w.layers.size(), 30u);
   for (const auto& L : w.layers) {
@@ -141,8 +161,8 @@ TEST(C3_Weights, SmolLM2ShapesOnly) {
   EXPECT_EQ(&classifier(w), &w.tok_emb);
   ASSERT_NE(m->rope, nullptr);
   EXPECT_EQ(c.head_dim, 64);
-  std::cout << "[ real-model ] SmolLM2 loaded as float32 (" << w.tok_emb.size() + 30 * (2 * 576 + 2 * 576 * 576 + 2 * 192 * 576 + 3 * 1536 * 576) + 576
-            << " parameters, W_cls a copy) in " << s << " s\n";
+  std::cout << "[ real-model ] SmolLM2 loaded in its file's blocks (" << w.tok_emb.size() + 30 * (2 * 576 + 2 * 576 * 576 + 2 * 192 * 576 + 3 * 1536 * 576) + 576
+            << " parameters, W_cls tied) in " << s << " s\n";
 }
 
 TEST(F7_Hostile, MutatedRealMetadata) {

@@ -101,6 +101,23 @@ def bench(args):
         json.dump(out, f, indent=2)
 
 
+def one_pass(args):
+    """One session of args.tokens random tokens in batches of 512 (n_ctx 2048, flash attention
+    as llama.cpp's default), logits of the last row: the process whose peak RSS scripts/bench-real
+    sets beside akv's `akv logits` of the witness conversation (1445 tokens, one session)."""
+    import llama_cpp as L
+    L.llama_backend_init()
+    L.llama_cpp.llama_model_default_params = model_defaults(L, quantized(args.model))
+    llm = L.Llama(model_path=args.model, n_ctx=2048, n_batch=512, n_ubatch=512, n_threads=args.threads,
+                  n_threads_batch=args.threads, logits_all=False, n_gpu_layers=0, verbose=False)
+    rng = random.Random(1)
+    toks = [rng.randrange(llm.n_vocab()) for _ in range(args.tokens)]
+    for i in range(0, len(toks), 512):
+        llm._batch.set_batch(batch=toks[i:i + 512], n_past=i, logits_all=False)
+        llm._ctx.decode(llm._batch)
+    L.llama_synchronize(llm._ctx.ctx)
+
+
 _DEFAULTS = None
 
 
@@ -147,9 +164,15 @@ def main():
     b.add_argument("--steps", type=int, default=32)
     b.add_argument("--json", required=True)
     b.add_argument("--tests", default="", help="comma-separated subset of pp512,pp2048,tg (default: all)")
+    o = sub.add_parser("one-pass")
+    o.add_argument("model")
+    o.add_argument("--tokens", type=int, default=1445)
+    o.add_argument("--threads", type=int, default=2)
     a = p.parse_args()
     if a.cmd == "to-f32":
         to_f32(a.src, a.dst)
+    elif a.cmd == "one-pass":
+        one_pass(a)
     else:
         bench(a)
 

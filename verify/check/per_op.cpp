@@ -6,6 +6,7 @@
 #include <cstring>
 #include <limits>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <tuple>
 
@@ -271,8 +272,11 @@ const OpStat* PerOpReport::worst() const {
   return w;
 }
 
-PerOpReport per_op_check(const Model& m, std::span<const Token> tokens, const std::vector<OpTable>& tables,
+PerOpReport per_op_check(const Model& model, std::span<const Token> tokens, const std::vector<OpTable>& tables,
                          const std::string& model_name, size_t from) {
+  std::optional<Model> dense;  // the reference reads float32 (spec/kernels-cpu.md K15)
+  if (!has_dense_weights(model)) dense = Model{model.config, dense_weights(model), model.rope, model.rope_local};
+  const Model& m = dense ? *dense : model;
   const Config& c = m.config;
   bounds::check_tokens(c, tokens);
   if (from >= tokens.size())

@@ -529,7 +529,7 @@ class CudaBackend final : public Backend {
 
 std::unique_ptr<Backend> make_cuda_backend(std::shared_ptr<const Model> model, int device) {
   require_llama_block(model->config, "cuda");
-  return std::make_unique<CudaBackend>(std::move(model), device);
+  return std::make_unique<CudaBackend>(dense_model(model), device);  // float32 weights (K15)
 }
 
 }  // namespace akv
