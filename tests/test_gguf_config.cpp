@@ -102,11 +102,15 @@ TEST(C1_ConfigFromGguf, SyntheticConfigsStayUntied) {
 }
 
 TEST(C1_ConfigFromGguf, Rejections) {
+  expect_bad(with(llama_file(), kv_str("general.architecture", "mamba")),
+             "metadata 'general.architecture': architecture 'mamba' is not supported (expected llama, qwen2, qwen3 or gemma3)");
+  // A supported architecture reads its own keys: a llama-keyed file named qwen2 is refused at
+  // the first key of another architecture (C5), never read as llama.
   expect_bad(with(llama_file(), kv_str("general.architecture", "qwen2")),
-             "metadata 'general.architecture': architecture 'qwen2' is not supported (expected llama)");
+             "metadata 'llama.embedding_length': not implemented");
   // A string from the file is printed escaped: the message stays one line (F7; a fuzz finding).
   expect_bad(with(llama_file(), kv_str("general.architecture", "qwen\n2")),
-             "metadata 'general.architecture': architecture 'qwen\\x0a2' is not supported (expected llama)");
+             "metadata 'general.architecture': architecture 'qwen\\x0a2' is not supported (expected llama, qwen2, qwen3 or gemma3)");
   expect_bad(without(llama_file(), "general.architecture"), "metadata 'general.architecture': missing");
   expect_bad(without(llama_file(), "llama.block_count"), "metadata 'llama.block_count': missing");
   expect_bad(with(llama_file(), kv_str("llama.block_count", "30")), "metadata 'llama.block_count': expected an integer");
@@ -138,7 +142,7 @@ TEST(C1_ConfigFromGguf, Rejections) {
 // C5: a metadata key that may change the function is implemented or refused, naming it.
 TEST(C5_MetadataKeys, KeysThatChangeTheFunctionAreRefused) {
   expect_bad(with(llama_file(), kv<uint32_t>("llama.attention.sliding_window", 4, 4096)),
-             "metadata 'llama.attention.sliding_window': not implemented");
+             "metadata 'llama.attention.sliding_window': a sliding window is implemented for gemma3 only (spec/gguf.md C7)");
   expect_bad(with(llama_file(), kv<float>("llama.attn_logit_softcapping", 6, 50.0f)), "metadata 'llama.attn_logit_softcapping'");
   expect_bad(with(llama_file(), kv<float>("llama.final_logit_softcapping", 6, 30.0f)), "metadata 'llama.final_logit_softcapping'");
   expect_bad(with(llama_file(), kv<float>("llama.rope.scaling.factor", 6, 8.0f)), "metadata 'llama.rope.scaling.factor'");

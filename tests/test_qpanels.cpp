@@ -14,6 +14,7 @@
 #include "optimized/cpu/kernels.hpp"
 #include "readers/gguf/dequant.hpp"
 #include "readers/gguf/gguf_weights.hpp"
+#include "reference/backend.hpp"
 #include "reference/model.hpp"
 #include "reference/prng.hpp"
 #include "tests/support/gguf_builder.hpp"
@@ -147,19 +148,26 @@ namespace {
 
 constexpr int kHidden = 64, kHeads = 2, kKvHeads = 1, kHeadDim = 32, kFfn = 96, kVocab = 40, kLayers = 2;
 
-// A llama GGUF whose matrices are Q4_0, Q4_1, Q8_0 and (one) F16, random blocks.
-std::vector<uint8_t> quant_llama(SplitMix64& rng) {
+// A GGUF of architecture `arch` (llama, qwen2, qwen3, gemma3) whose matrices are Q4_0, Q4_1,
+// Q8_0 and (one) F16, random blocks; with the variant's vectors (M14-M16) and, for gemma3, a
+// sliding window of 8 (both layers sliding, M19).
+std::vector<uint8_t> quant_model(SplitMix64& rng, const std::string& arch = "llama") {
   using test::kv;
   test::TestGguf g;
-  g.kvs = {test::kv_str("general.architecture", "llama"),
-           kv<uint32_t>("llama.embedding_length", 4, kHidden),
-           kv<uint32_t>("llama.block_count", 4, kLayers),
-           kv<uint32_t>("llama.feed_forward_length", 4, kFfn),
-           kv<uint32_t>("llama.context_length", 4, 64),
-           kv<uint32_t>("llama.attention.head_count", 4, kHeads),
-           kv<uint32_t>("llama.attention.head_count_kv", 4, kKvHeads),
-           kv<float>("llama.attention.layer_norm_rms_epsilon", 6, 1e-5f),
-           kv<uint32_t>("llama.vocab_size", 4, kVocab)};
+  const std::string P = arch + ".";
+  g.kvs = {test::kv_str("general.architecture", arch),
+           kv<uint32_t>(P + "embedding_length", 4, kHidden),
+           kv<uint32_t>(P + "block_count", 4, kLayers),
+           kv<uint32_t>(P + "feed_forward_length", 4, kFfn),
+           kv<uint32_t>(P + "context_length", 4, 64),
+           kv<uint32_t>(P + "attention.head_count", 4, kHeads),
+           kv<uint32_t>(P + "attention.head_count_kv", 4, kKvHeads),
+           kv<float>(P + "attention.layer_norm_rms_epsilon", 6, 1e-5f),
+           kv<uint32_t>(P + "vocab_size", 4, kVocab)};
+  if (arch == "gemma3") {  // global layers at base 1e6, the sliding ones at Gemma's local 1e4 (M19)
+    g.kvs.push_back(kv<uint32_t>(P + "attention.sliding_window", 4, 8));
+    g.kvs.push_back(kv<float>(P + "rope.freq_base", 6, 1e6f));
+  }
   // Scales small enough that the residual stream stays finite through two layers.
   auto small_blocks = [&](uint32_t t, int rows, int cols) {
     std::vector<uint8_t> b = random_blocks(t, rows, cols, rng);
@@ -188,10 +196,10 @@ std::vector<uint8_t> quant_llama(SplitMix64& rng) {
       b = small_blocks(t, rows, cols);
     g.tensors.push_back({name, {static_cast<uint64_t>(cols), static_cast<uint64_t>(rows)}, t, b});
   };
-  auto vec = [&](const std::string& name) {
+  auto vec = [&](const std::string& name, int n = kHidden) {
     test::Writer w;
-    for (int i = 0; i < kHidden; ++i) w.put(1.0f + static_cast<float>(i) / 64);
-    g.tensors.push_back({name, {kHidden}, 0, w.b});
+    for (int i = 0; i < n; ++i) w.put(1.0f + static_cast<float>(i) / 64);
+    g.tensors.push_back({name, {static_cast<uint64_t>(n)}, 0, w.b});
   };
   mat("token_embd.weight", kQ8_0, kVocab, kHidden);
   for (int l = 0; l < kLayers; ++l) {
@@ -205,6 +213,12 @@ std::vector<uint8_t> quant_llama(SplitMix64& rng) {
     mat(b + "ffn_gate.weight", kQ4_1, kFfn, kHidden);
     mat(b + "ffn_down.weight", kQ4_1, kHidden, kFfn);
     mat(b + "ffn_up.weight", kQ4_1, kFfn, kHidden);
+    if (arch == "qwen2") {  // M14
+      vec(b + "attn_q.bias", kHeads * kHeadDim), vec(b + "attn_k.bias", kKvHeads * kHeadDim);
+      vec(b + "attn_v.bias", kKvHeads * kHeadDim);
+    }
+    if (arch == "qwen3" || arch == "gemma3") vec(b + "attn_q_norm.weight", kHeadDim), vec(b + "attn_k_norm.weight", kHeadDim);
+    if (arch == "gemma3") vec(b + "post_attention_norm.weight"), vec(b + "post_ffw_norm.weight");  // M16
   }
   vec("output_norm.weight");
   mat("output.weight", kQ4_1, kVocab, kHidden);
@@ -218,7 +232,7 @@ std::vector<uint8_t> quant_llama(SplitMix64& rng) {
 // weights as float32 panels, memcmp-equal, on every ISA; dense_model gives weights_from_gguf's.
 TEST(K15_StoredModel, CpuBitwiseEqualsFloat32ModelEveryIsa) {
   SplitMix64 rng{2026};
-  const model::GgufFile f = model::GgufFile::parse(quant_llama(rng), "q.gguf");
+  const model::GgufFile f = model::GgufFile::parse(quant_model(rng), "q.gguf");
   const std::shared_ptr<const Model> m = model::load_gguf_model(f, "q");
   ASSERT_TRUE(m->stored);
   EXPECT_FALSE(has_dense_weights(*m));
@@ -277,5 +291,55 @@ TEST(K15_StoredModel, CpuBitwiseEqualsFloat32ModelEveryIsa) {
     EXPECT_TRUE(finite) << "the drawn model must keep its logits finite, or the comparison proves little";
     EXPECT_EQ(std::memcmp(lq.data(), lf.data(), lq.size() * 4), 0) << "logits on " << isa_of(isa);
     EXPECT_EQ(std::memcmp(kq.data(), kf.data(), kq.size() * 4), 0) << "keys on " << isa_of(isa);
+  }
+}
+
+// The block variants kept as the file stores them (K15 with M14-M20): qwen2's biases, qwen3's
+// QK-norms, gemma3's QK-norms, post-norms, embedding scale and sliding window with its own RoPE
+// base are read beside the stored matrices, so the cpu backend on the stored model gives the
+// float32 model's bits, and dense_model (the reference's weights) keeps every vector.
+TEST(K15_StoredModel, BlockVariantsKeepTheirVectors) {
+  for (const std::string arch : {"qwen2", "qwen3", "gemma3"}) {
+    SplitMix64 rng{77};
+    const model::GgufFile f = model::GgufFile::parse(quant_model(rng, arch), arch + ".gguf");
+    const std::shared_ptr<const Model> m = model::load_gguf_model(f, arch);
+    ASSERT_TRUE(m->stored) << arch;
+    auto f32 = std::make_shared<Model>();
+    f32->config = m->config;
+    f32->weights = model::weights_from_gguf(f, m->config);
+    f32->rope = m->rope;
+    f32->rope_local = m->rope_local;
+    EXPECT_EQ(f32->config.qkv_bias, arch == "qwen2");
+    EXPECT_EQ(f32->config.qk_norm, arch != "qwen2");
+    EXPECT_EQ(f32->config.sliding_window > 0, arch == "gemma3");
+    EXPECT_EQ(m->rope_local != nullptr, arch == "gemma3") << "gemma3's sliding layers have their own base";
+    const auto& L0 = m->weights.layers[0];
+    EXPECT_EQ(L0.bq.size(), arch == "qwen2" ? static_cast<size_t>(kHeads * kHeadDim) : 0u) << arch;
+    EXPECT_EQ(L0.q_norm.size(), arch == "qwen2" ? 0u : static_cast<size_t>(kHeadDim)) << arch;
+    EXPECT_EQ(L0.post_ffn_norm.size(), arch == "gemma3" ? static_cast<size_t>(kHidden) : 0u) << arch;
+    const std::shared_ptr<const Model> dm = dense_model(m);
+    EXPECT_EQ(dm->rope_local, m->rope_local);
+    std::vector<Token> tokens;
+    for (int i = 0; i < 30; ++i) tokens.push_back(static_cast<Token>(rng.next() % kVocab));
+    auto logits = [&](std::unique_ptr<Backend> b) {
+      KVCache cache(m->config);
+      std::vector<float> out(tokens.size() * kVocab, NAN);
+      b->forward_rows(cache, std::span<const Token>(tokens.data(), 20), RowList{}, std::span<float>(out.data(), 20 * kVocab));
+      for (size_t i = 20; i < tokens.size(); ++i)
+        b->forward_rows(cache, std::span<const Token>(&tokens[i], 1), RowList{},
+                        std::span<float>(out.data() + i * kVocab, kVocab));
+      return out;
+    };
+    const std::vector<float> want = logits(make_reference_backend(f32));
+    bool finite = true;
+    for (float x : want) finite = finite && std::isfinite(x);
+    ASSERT_TRUE(finite) << arch << ": the drawn model must keep its logits finite";
+    const std::vector<float> ref = logits(make_reference_backend(m));  // through dense_model
+    EXPECT_EQ(std::memcmp(ref.data(), want.data(), want.size() * 4), 0) << arch << ": reference on the stored model";
+    for (cpu::Isa isa : cpu::supported_isas()) {
+      const std::vector<float> a = logits(cpu::make_cpu_backend(m, {cpu::isa_name(isa), 2}));
+      const std::vector<float> b = logits(cpu::make_cpu_backend(std::shared_ptr<const Model>(f32), {cpu::isa_name(isa), 2}));
+      EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * 4), 0) << arch << " on " << isa_of(isa);
+    }
   }
 }

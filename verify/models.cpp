@@ -10,6 +10,7 @@
 
 #include "readers/tokenizer/chatml.hpp"
 #include "readers/tokenizer/gemma_chat.hpp"
+#include "readers/tokenizer/turn_encoder.hpp"
 #include "readers/gguf/gguf.hpp"
 #include "readers/gguf/gguf_config.hpp"
 #include "readers/gguf/gguf_weights.hpp"
@@ -19,6 +20,7 @@
 #include "reference/error.hpp"
 #include "reference/synthetic_spec.hpp"
 #include "verify/digest.hpp"
+#include "verify/published_templates.hpp"
 
 namespace akv {
 
@@ -98,12 +100,15 @@ void check_vocab(const LoadedModel& m, const std::string& file) {
                             file, model, tok, model, tok - 1));
 }
 
-// The chat encoder of a GGUF file, by its tokenizer and architecture (spec/tokenizer.md CT1,
-// CT12): byte-level BPE with ChatML; SentencePiece with Gemma's turns for gemma3. Any other
-// pairing is refused naming both.
+// The chat encoder of a GGUF file, by its template, tokenizer and architecture (spec/tokenizer.md
+// CT1, CT12, CT13): a published template of CT7-CT9 over either tokenizer; byte-level BPE with
+// ChatML; SentencePiece with Gemma's turns for gemma3. Any other pairing is refused naming both.
 std::shared_ptr<const ChatEncoder> gguf_encoder(const model::GgufFile& f) {
   const std::string tok(f.get_string("tokenizer.ggml.model"));
   const std::string arch(f.get_string("general.architecture"));
+  // CT13: a published template akv renders, recognised by its digest, over the file's tokenizer.
+  if (const auto text = f.find_string("tokenizer.chat_template"))
+    if (const auto t = published_turn_template(*text)) return model::make_turn_encoder(*t, f);
   if (tok == "llama") {
     if (arch == "gemma3") return model::make_gemma_encoder(f);
     throw Error(ErrorCode::kBadModel, fmt::format("{}: tokenizer 'llama' (SentencePiece) with architecture '{}': akv has no chat "

@@ -66,7 +66,7 @@ void dequantize_stored(uint32_t type, const uint8_t* in, size_t n, float* out) {
 }
 
 // C4: every tensor of the file is one the model reads, or the file is refused, naming it: a
-// tensor akv skipped (rope_freqs, a bias, a layer past block_count) would make akv compute
+// tensor akv skipped (a bias, a layer past block_count) would make akv compute
 // another function than the file's own runtime, silently.
 void check_all_used(const GgufFile& f, const std::set<std::string>& used, const Config& c) {
   for (const TensorInfo& t : f.tensors()) {

@@ -40,12 +40,15 @@ nlohmann::json digests() {
   return nlohmann::json::parse(f);
 }
 
-// A `NAME=value` line of scripts/fetch-model: the pins.
+// A `NAME=value` line of scripts/fetch-model's smollm2 arm: the pins.
 std::string pin(const std::string& name) {
   const std::string text = read_text(std::string(AKV_SOURCE_DIR) + "/scripts/fetch-model");
+  const size_t arm = text.find("\n  smollm2)\n");
+  if (arm == std::string::npos) return "";
+  const std::string rest = text.substr(arm, text.find(";;", arm) - arm);
   std::smatch m;
-  const std::regex re("\\n" + name + "=([0-9a-f]+)\\n");
-  return std::regex_search(text, m, re) ? m[1].str() : "";
+  const std::regex re("\\n\\s*" + name + "=([0-9a-f]+)\\n");
+  return std::regex_search(rest, m, re) ? m[1].str() : "";
 }
 
 }  // namespace

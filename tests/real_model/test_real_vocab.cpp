@@ -4,12 +4,14 @@
 // in-process through BpeTokenizer or SpmTokenizer. A missing file fails, with the command to run.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "readers/gguf/gguf.hpp"
 #include "readers/tokenizer/bpe_tokenizer.hpp"
 #include "readers/tokenizer/spm_tokenizer.hpp"
+#include "verify/published_templates.hpp"
 
 using namespace akv;
 using namespace akv::model;
@@ -61,3 +63,38 @@ TEST(T11_LlamaCppEquality, Qwen2) { expect_equal<BpeTokenizer>("qwen2", 151936, 
 TEST(T11_LlamaCppEquality, LlamaBpe) { expect_equal<BpeTokenizer>("llama-bpe", 128256, "llama-bpe"); }
 TEST(T11_LlamaCppEquality, LlamaSpm) { expect_equal<SpmTokenizer>("llama-spm", 32000, "default"); }
 TEST(T11_LlamaCppEquality, Phi3) { expect_equal<SpmTokenizer>("phi-3", 32064, "default"); }
+
+// CT13: the texts CT11 checks (llama.cpp's templates in the same sdist, beside the vocab files;
+// the phi-3 file's own template) are the pinned ones, with or without the file's trailing
+// newline; one byte more is not.
+TEST(CT13_PublishedTemplates, EveryCheckedTextIsRecognised) {
+  ASSERT_FALSE(ids().is_null());
+  const std::filesystem::path dir = std::filesystem::path(ids()["qwen2"].at("path").get<std::string>()).parent_path();
+  const auto read = [](const std::filesystem::path& p) {
+    std::ifstream f(p, std::ios::binary);
+    EXPECT_TRUE(f) << "no " << p << ": run scripts/fetch-vocab";
+    return std::string(std::istreambuf_iterator<char>(f), {});
+  };
+  const std::pair<std::string, TurnTemplate> files[] = {
+      {read(dir / "templates" / "Qwen-Qwen2.5-7B-Instruct.jinja"), TurnTemplate::kQwen25},
+      {read(dir / "templates" / "meta-llama-Llama-3.1-8B-Instruct.jinja"), TurnTemplate::kLlama3},
+      {read(dir / "templates" / "meta-llama-Llama-3.2-3B-Instruct.jinja"), TurnTemplate::kLlama3},
+      {std::string(GgufFile::open((dir / "ggml-vocab-phi-3.gguf").string()).get_string("tokenizer.chat_template")),
+       TurnTemplate::kPhi3},
+  };
+  for (const auto& [text, want] : files) {
+    ASSERT_FALSE(text.empty());
+    EXPECT_EQ(published_turn_template(text), want) << text.substr(0, 60);
+    const std::string bare = text.ends_with('\n') ? text.substr(0, text.size() - 1) : text;
+    EXPECT_EQ(published_turn_template(bare), want);
+    EXPECT_EQ(published_turn_template(bare + "\n"), want);
+    EXPECT_FALSE(published_turn_template(bare + " ").has_value());
+    EXPECT_FALSE(published_turn_template(bare + "\n\n").has_value());
+    std::string flipped = bare;
+    flipped[flipped.size() / 2] ^= 0x20;
+    EXPECT_FALSE(published_turn_template(flipped).has_value());
+  }
+  // qwen2's own file carries Qwen2's ChatML, not Qwen2.5's: it stays CT1's.
+  const GgufFile q = GgufFile::open((dir / "ggml-vocab-qwen2.gguf").string());
+  EXPECT_FALSE(published_turn_template(q.get_string("tokenizer.chat_template")).has_value());
+}

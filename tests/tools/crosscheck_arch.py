@@ -31,16 +31,16 @@ class Failure(Exception):
 SMOLLM_TEMPLATE_KEY = "tokenizer.chat_template"
 
 
-def configs(vocab_bpe, vocab_spm):
+def configs(vocab_qwen, vocab_llama, vocab_spm):
     common = dict(hidden_size=64, intermediate_size=160, num_hidden_layers=3, num_attention_heads=4,
                   num_key_value_heads=2, max_position_embeddings=4096, rms_norm_eps=1e-6, tie_word_embeddings=False)
     return {
-        "llama3": (LlamaForCausalLM, LlamaConfig(vocab_size=vocab_bpe, head_dim=16, **common, rope_parameters={
+        "llama3": (LlamaForCausalLM, LlamaConfig(vocab_size=vocab_llama, head_dim=16, **common, rope_parameters={
             "rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0, "low_freq_factor": 1.0,
             "high_freq_factor": 4.0, "original_max_position_embeddings": 64})),
-        "qwen2": (Qwen2ForCausalLM, Qwen2Config(vocab_size=vocab_bpe, **common,
+        "qwen2": (Qwen2ForCausalLM, Qwen2Config(vocab_size=vocab_qwen, **common,
                                                  rope_parameters={"rope_type": "default", "rope_theta": 1000000.0})),
-        "qwen3": (Qwen3ForCausalLM, Qwen3Config(vocab_size=vocab_bpe, head_dim=24, **common,
+        "qwen3": (Qwen3ForCausalLM, Qwen3Config(vocab_size=vocab_qwen, head_dim=24, **common,
                                                  rope_parameters={"rope_type": "default", "rope_theta": 1000000.0})),
         "gemma3": (Gemma3ForCausalLM, Gemma3TextConfig(
             vocab_size=vocab_spm, hidden_size=48, intermediate_size=128, num_hidden_layers=6, num_attention_heads=4,
@@ -51,6 +51,21 @@ def configs(vocab_bpe, vocab_spm):
             rope_parameters={"sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
                              "full_attention": {"rope_type": "default", "rope_theta": 1000000.0}})),
     }
+
+
+def read_text(path):
+    with open(path, encoding="utf-8") as f:
+        return f.read()
+
+
+# arch -> (the vocabulary file whose tokenizer.* keys the generated GGUF copies, its chat template
+# or None to keep the file's own).
+TOKENIZERS = {
+    "llama3": lambda a: (a.vocab_llama_bpe, read_text(a.template_llama)),
+    "qwen2": lambda a: (a.vocab_qwen2, read_text(a.template_qwen)),
+    "qwen3": lambda a: (a.vocab_qwen2, read_text(a.template_qwen)),
+    "gemma3": lambda a: (a.vocab_spm, None),
+}
 
 
 def randomise(model, seed):
@@ -97,7 +112,7 @@ def permute(w, n_head):
     return w.reshape(n_head, 2, w.shape[0] // n_head // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
 
 
-def write_gguf(arch, model, cfg, tok_src, path):
+def write_gguf(arch, model, cfg, tok_src, path, chat_template=None):
     w = gguf.GGUFWriter(path, "gemma3" if arch == "gemma3" else ("llama" if arch == "llama3" else arch))
     garch = w.arch
     hd = head_dim(cfg)
@@ -117,7 +132,7 @@ def write_gguf(arch, model, cfg, tok_src, path):
     # The tokenizer, copied from the vocabulary file.
     r = gguf.GGUFReader(tok_src)
     for k, f in r.fields.items():
-        if not k.startswith("tokenizer."):
+        if not k.startswith("tokenizer.") or (chat_template is not None and k == "tokenizer.chat_template"):
             continue
         v = f.contents()
         t = f.types[0]
@@ -131,6 +146,8 @@ def write_gguf(arch, model, cfg, tok_src, path):
             w.add_float32(k, v)
         else:
             w.add_uint32(k, int(v))
+    if chat_template is not None:  # the model's published template (spec/tokenizer.md CT13)
+        w.add_string("tokenizer.chat_template", chat_template)
     sd = {k: v.detach().to(torch.float32).numpy() for k, v in model.state_dict().items()}
     names = {"self_attn.q_proj": "attn_q", "self_attn.k_proj": "attn_k", "self_attn.v_proj": "attn_v",
              "self_attn.o_proj": "attn_output", "mlp.gate_proj": "ffn_gate", "mlp.up_proj": "ffn_up",
@@ -254,9 +271,11 @@ def check(arch, cls, cfg, a, work, real=None):
         torch.manual_seed(a.seed)
         model = cls(cfg).to(torch.float32).eval()
         randomise(model, a.seed)
-        tok_src = a.vocab_spm if arch == "gemma3" else a.vocab_bpe
+        # Each architecture with its own family's tokenizer and template, as step 2 of issue 25
+        # checked them against llama.cpp and jinja2 (spec/tokenizer.md T11, CT11, CT13).
+        tok_src, tmpl = TOKENIZERS[arch](a)
         path = os.path.join(work, f"{arch}.gguf")
-        write_gguf(arch, model, cfg, tok_src, path)
+        write_gguf(arch, model, cfg, tok_src, path, tmpl)
     else:  # the real file: transformers' own GGUF loader (gguf-py's dequantization, Gemma's w = stored - 1)
         path = real
         model = transformers.AutoModelForCausalLM.from_pretrained(
@@ -270,14 +289,31 @@ def check(arch, cls, cfg, a, work, real=None):
                 cfg.layer_types != ["sliding_attention" if (i + 1) % 6 else "full_attention" for i in range(cfg.num_hidden_layers)]:
             raise Failure(f"transformers read another Gemma 3 config from {real}: {got}, {cfg.rope_parameters}, {cfg.layer_types}")
     doc = json.loads(akv(a.akv, "tokenize", a.conversation, "--model", a.model_name or path, "--json"))
-    ids = doc["tokens"][: a.max_tokens]
+    ids = doc["tokens"]
     conv = a.conversation
-    if len(ids) < len(doc["tokens"]):  # the first max_tokens ids, as raw tokens (spec/model.md M5), BOS/preamble included
+    model_arg = a.model_name or path
+    if len(ids) > a.max_tokens and arch.startswith("gemma3"):
+        # The first max_tokens ids as raw tokens (spec/model.md M5): BOS is the encoder's preamble.
+        ids = ids[: a.max_tokens]
         conv = os.path.join(work, f"{arch}.json")
         with open(conv, "w") as f:
-            json.dump({"messages": [{"role": "system", "tokens": ids[1:] if arch == "gemma3" else ids}]}, f)  # gemma: BOS is the preamble  # system: no default preamble
+            json.dump({"messages": [{"role": "system", "tokens": ids[1:]}]}, f)
+    elif len(ids) > a.max_tokens:
+        # The longest run of the conversation's first messages within max_tokens, rendered by the
+        # model's own template (a raw-token message would change a template's default turns).
+        with open(a.conversation) as f:
+            whole = json.load(f)
+        conv = os.path.join(work, f"{arch}.json")
+        for k in range(len(whole["messages"]) - 1, 0, -1):
+            with open(conv, "w") as f:
+                json.dump(dict(whole, messages=whole["messages"][:k]), f)
+            ids = json.loads(akv(a.akv, "tokenize", conv, "--model", model_arg, "--json"))["tokens"]
+            if len(ids) <= a.max_tokens:
+                break
+        if len(ids) > a.max_tokens:
+            raise Failure(f"{arch}: the first message alone is {len(ids)} tokens, over --max-tokens {a.max_tokens}")
     npy = os.path.join(work, f"{arch}.npy")
-    akv(a.akv, "logits", conv, "--model", a.model_name or path, "--backend", a.backend, "--positions", "all", "--out", npy)
+    akv(a.akv, "logits", conv, "--model", model_arg, "--backend", a.backend, "--positions", "all", "--out", npy)
     ak = np.load(npy)
     if ak.shape != (len(ids), cfg.vocab_size):
         raise Failure(f"{arch}: akv wrote {ak.shape}, expected {(len(ids), cfg.vocab_size)}")
@@ -299,15 +335,31 @@ def check(arch, cls, cfg, a, work, real=None):
          "akv_vs_inj64": figures(ak, ref), "inj32_vs_inj64": figures(inj32.astype(np.float32), ref),
          "stock32_vs_inj64": figures(stock.astype(np.float32), ref), "margin_violations": margin_violations(ak, ref)}
     r["ratio"] = r["akv_vs_inj64"]["max_abs"] / r["inj32_vs_inj64"]["max_abs"]
-    r["pass"] = bool(r["ratio"] <= 2.0 and r["margin_violations"] == 0)
+    r["template"] = doc.get("encoder", "")
+    r["witness"] = witness(a, path, a.model_name or path)
+    r["pass"] = bool(r["ratio"] <= 2.0 and r["margin_violations"] == 0 and r["witness"]["exact"])
     return r
+
+
+def witness(a, path, model):
+    """E1 on the same file: akv witness on the whole conversation (its poisoned span evicted)."""
+    p = subprocess.run([a.akv, "witness", a.conversation, "--model", model, "--backend", a.backend, "--json"],
+                       capture_output=True, text=True)
+    if p.returncode not in (0, 1):
+        raise Failure(f"akv witness --model {model} exited {p.returncode}: {p.stderr.strip()[-400:]}")
+    w = json.loads(p.stdout)
+    return {"exact": bool(w["exact"]) and p.returncode == 0, "tokens": w.get("tokens"),
+            "evict_vs_never_max_abs": w["evict_vs_never_max_abs"], "poison_vs_never_max_abs": w["poison_vs_never_max_abs"]}
 
 
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--akv", required=True)
     p.add_argument("--conversation", required=True)
-    p.add_argument("--vocab-bpe", required=True)
+    p.add_argument("--vocab-qwen2", required=True, help="ggml-vocab-qwen2.gguf (scripts/fetch-vocab)")
+    p.add_argument("--vocab-llama-bpe", required=True, help="ggml-vocab-llama-bpe.gguf (scripts/fetch-vocab)")
+    p.add_argument("--template-qwen", required=True, help="Qwen-Qwen2.5-7B-Instruct.jinja (scripts/fetch-vocab)")
+    p.add_argument("--template-llama", required=True, help="meta-llama-Llama-3.1-8B-Instruct.jinja")
     p.add_argument("--vocab-spm", required=True)
     p.add_argument("--backend", default="cpu")
     p.add_argument("--seed", type=int, default=1)
@@ -318,7 +370,8 @@ def main():
     p.add_argument("--out", required=True)
     a = p.parse_args()
     torch.set_num_threads(2)
-    bpe = len(gguf.GGUFReader(a.vocab_bpe).fields["tokenizer.ggml.tokens"].data)
+    qwen = len(gguf.GGUFReader(a.vocab_qwen2).fields["tokenizer.ggml.tokens"].data)
+    llama = len(gguf.GGUFReader(a.vocab_llama_bpe).fields["tokenizer.ggml.tokens"].data)
     spm = len(gguf.GGUFReader(a.vocab_spm).fields["tokenizer.ggml.tokens"].data)
     results = []
     os.makedirs(a.out, exist_ok=True)
@@ -331,7 +384,7 @@ def main():
                   f"{r['akv_vs_inj64']['argmax_agree']}/{r['tokens']}, margin violations {r['margin_violations']}: "
                   f"{'PASS' if r['pass'] else 'FAIL'}", file=sys.stderr, flush=True)
             results.append(r)
-        for arch, (cls, cfg) in configs(bpe, spm).items():
+        for arch, (cls, cfg) in configs(qwen, llama, spm).items():
             if a.real or (a.only and arch not in a.only.split(",")):
                 continue
             r = check(arch, cls, cfg, a, work)
@@ -339,6 +392,9 @@ def main():
                   f"transformers f32 vs f64 {r['inj32_vs_inj64']['max_abs']:.3g}, ratio {r['ratio']:.2f}, argmax "
                   f"{r['akv_vs_inj64']['argmax_agree']}/{r['tokens']}, margin violations {r['margin_violations']}: "
                   f"{'PASS' if r['pass'] else 'FAIL'}", file=sys.stderr, flush=True)
+            print(f"crosscheck-arch: {arch} template {r['template']}: witness ({r['witness']['tokens']} tokens) evict vs never "
+                  f"{r['witness']['evict_vs_never_max_abs']}, poison vs never {r['witness']['poison_vs_never_max_abs']}: "
+                  f"{'exact' if r['witness']['exact'] else 'NOT exact'}", file=sys.stderr, flush=True)
             results.append(r)
     doc = {"transformers": transformers.__version__, "torch": torch.__version__, "seed": a.seed, "results": results}
     with open(os.path.join(a.out, "crosscheck-arch.json"), "w") as f:
