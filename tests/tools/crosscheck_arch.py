@@ -348,7 +348,8 @@ def witness(a, path, model):
     if p.returncode not in (0, 1):
         raise Failure(f"akv witness --model {model} exited {p.returncode}: {p.stderr.strip()[-400:]}")
     w = json.loads(p.stdout)
-    return {"exact": bool(w["exact"]) and p.returncode == 0, "tokens": w.get("tokens"),
+    return {"exact": bool(w["exact"]) and bool(w["passed"]) and p.returncode == 0, "tokens": w["tokens_poisoned"],
+            "tokens_evicted": w["tokens_evicted"], "tokens_recomputed": w["tokens_recomputed"],
             "evict_vs_never_max_abs": w["evict_vs_never_max_abs"], "poison_vs_never_max_abs": w["poison_vs_never_max_abs"]}
 
 
@@ -363,7 +364,7 @@ def main():
     p.add_argument("--vocab-spm", required=True)
     p.add_argument("--backend", default="cpu")
     p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--max-tokens", type=int, default=512)
+    p.add_argument("--max-tokens", type=int, default=1024)
     p.add_argument("--only", default="")
     p.add_argument("--real", default="", help="the Gemma 3 270M GGUF: compare on its real weights instead")
     p.add_argument("--model-name", default="", help="akv's name of --real (gemma3-270m)")
@@ -392,7 +393,8 @@ def main():
                   f"transformers f32 vs f64 {r['inj32_vs_inj64']['max_abs']:.3g}, ratio {r['ratio']:.2f}, argmax "
                   f"{r['akv_vs_inj64']['argmax_agree']}/{r['tokens']}, margin violations {r['margin_violations']}: "
                   f"{'PASS' if r['pass'] else 'FAIL'}", file=sys.stderr, flush=True)
-            print(f"crosscheck-arch: {arch} template {r['template']}: witness ({r['witness']['tokens']} tokens) evict vs never "
+            print(f"crosscheck-arch: {arch} template {r['template']}: witness ({r['witness']['tokens']} tokens, {r['witness']['tokens_evicted']} evicted, "
+                  f"{r['witness']['tokens_recomputed']} recomputed) evict vs never "
                   f"{r['witness']['evict_vs_never_max_abs']}, poison vs never {r['witness']['poison_vs_never_max_abs']}: "
                   f"{'exact' if r['witness']['exact'] else 'NOT exact'}", file=sys.stderr, flush=True)
             results.append(r)
