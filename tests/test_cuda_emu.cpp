@@ -17,6 +17,7 @@
 #include "optimized/cuda/emu/emu_backend.hpp"
 #include "reference/error.hpp"
 #include "bounds_support.hpp"
+#include "cuda_emu_support.hpp"
 #include "support.hpp"
 #include "harness_support.hpp"
 #include "verify/backends.hpp"
@@ -29,15 +30,7 @@
 
 using namespace akv;
 
-namespace {
-
-std::unique_ptr<Backend> emu(std::shared_ptr<const Model> m = test::tiny()) {
-  auto b = make_cuda_emu_backend(std::move(m));
-  b->set_scratch_poison(std::numeric_limits<float>::quiet_NaN());
-  return b;
-}
-
-}  // namespace
+using test::emu;
 
 // G7 (invariance) and G9's eviction through Session run on cuda-emu with every other variant:
 // test_invariance.cpp (G7_Invariance, G7_BatchAndThreads, G7_ScratchPoison, G9_EvictEqualsNever).

@@ -7,6 +7,7 @@
 
 #include "optimized/cuda/emu/emu_backend.hpp"
 #include "harness_support.hpp"
+#include "cuda_emu_support.hpp"
 #include "support.hpp"
 #include "verify/check/invariance.hpp"
 #include "verify/check/run.hpp"
@@ -14,15 +15,7 @@
 
 using namespace akv;
 
-namespace {
-
-std::unique_ptr<Backend> emu(std::shared_ptr<const Model> m = test::tiny()) {
-  auto b = make_cuda_emu_backend(std::move(m));
-  b->set_scratch_poison(std::numeric_limits<float>::quiet_NaN());
-  return b;
-}
-
-}  // namespace
+using test::emu;
 
 // E1 and I1 through cuda-emu on every bundled conversation (tiny model): evicting the middle
 // span equals never having seen it (both sessions on one backend; G8_Mirror runs three
