@@ -244,6 +244,42 @@ TEST_P(K4_Attention, RowsOfAnItemEqualEachTokenAlone) {
   }
 }
 
+TEST_P(K4_Attention, SplitOverKeyBlocksEqualsTheItemWhateverTheRanges) {
+  // The decode split (kernels.hpp attention_split_*): phases run over key-block ranges in any
+  // grouping and order must give attention()'s bits, and the clause's. Scratch starts as NaN.
+  for (int hd : cpu::kAttentionPathHeadDims)
+    for (int group = 1; group <= 6; ++group) {
+      const int kvh = 2, stride = kvh * hd, n = 300;
+      const auto kc = randu(static_cast<size_t>(n) * stride, hd + group, -3, 3), vc = randu(kc.size(), hd + 11);
+      const auto q = randu(static_cast<size_t>(group) * hd, group + 5, -3, 3);
+      for (int pos : {0, 63, 64, 65, 127, 128, 191, 250, 299}) {
+        auto K2 = kc, V2 = vc;  // rows after pos are garbage
+        std::fill(K2.begin() + static_cast<ptrdiff_t>(pos + 1) * stride, K2.end(), NAN);
+        std::fill(V2.begin() + static_cast<ptrdiff_t>(pos + 1) * stride, V2.end(), NAN);
+        const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+        std::vector<float> whole(static_cast<size_t>(group) * hd, NAN);
+        cpu::AttnArgs a{q.data(), K2.data() + hd, V2.data() + hd, whole.data(), pos, stride, hd, group, scale};
+        ASSERT_TRUE(cpu::split_attention_applies(a));
+        K().attention(a);
+        const int nbk = (pos + 64) / 64;
+        for (int cb : {1, 2, 3}) {
+          std::vector<float> s(static_cast<size_t>(group) * nbk * 64, NAN), mb(static_cast<size_t>(group) * nbk, NAN),
+              lb(mb.size(), NAN), acc(mb.size() * hd, NAN), out(whole.size(), NAN);
+          a.out = out.data();
+          // the ranges last to first: no phase may lean on an earlier range having run
+          for (int b0 = (nbk - 1) / cb * cb; b0 >= 0; b0 -= cb) K().attention_split_scores(a, b0, std::min(nbk, b0 + cb), s.data(), mb.data());
+          for (int b0 = (nbk - 1) / cb * cb; b0 >= 0; b0 -= cb)
+            K().attention_split_values(a, b0, std::min(nbk, b0 + cb), s.data(), mb.data(), lb.data(), acc.data());
+          K().attention_split_fold(a, mb.data(), lb.data(), acc.data());
+          ASSERT_TRUE(same_bits(out, whole)) << "hd " << hd << " group " << group << " pos " << pos << " ranges " << cb;
+        }
+        std::vector<float> spec(hd);
+        spec_attention(q.data() + static_cast<size_t>(group - 1) * hd, K2.data() + hd, V2.data() + hd, spec.data(), pos, stride, hd);
+        ASSERT_EQ(std::memcmp(spec.data(), whole.data() + static_cast<size_t>(group - 1) * hd, hd * 4), 0) << "hd " << hd << " pos " << pos;
+      }
+    }
+}
+
 INSTANTIATE_TEST_SUITE_P(, K7_VectorExp, ::testing::ValuesIn(cpu_isa_variants()), variant_name);
 INSTANTIATE_TEST_SUITE_P(, K2_CanonicalDot, ::testing::ValuesIn(cpu_isa_variants()), variant_name);
 INSTANTIATE_TEST_SUITE_P(, K3_RMSNorm, ::testing::ValuesIn(cpu_isa_variants()), variant_name);

@@ -128,7 +128,24 @@ struct Kernels {
   void (*add)(float* x, const float* y, int n);
   /// out (n,) = akv::exp(x) elementwise, vectorised with the same IEEE operations (K7).
   void (*exp)(float* out, const float* x, int n);
+  /// K4 split over key blocks, for an item split_attention_applies() accepts; its outputs are
+  /// attention()'s bit for bit. With n_blocks = ceil((pos + 1) / kKeyBlock) and G = group:
+  /// phase 1, key blocks [b0, b1): scaled scores to s (G, n_blocks * kKeyBlock), block maxes to
+  /// mb (G, n_blocks).
+  void (*attention_split_scores)(const AttnArgs& a, int b0, int b1, float* s, float* mb);
+  /// Phase 2, key blocks [b0, b1), after phase 1 of every block: exp(s_p - m') in place in s,
+  /// the blocks' own sums to lb (G, n_blocks) and value sums to accb (G, n_blocks, head_dim).
+  void (*attention_split_values)(const AttnArgs& a, int b0, int b1, float* s, const float* mb, float* lb, float* accb);
+  /// Phase 3, after phase 2 of every block: the folds in block order and out = acc / l.
+  void (*attention_split_fold)(const AttnArgs& a, const float* mb, const float* lb, const float* accb);
 };
+
+/// Whether the split phases above take item `a`: one token (rows == 1), no mask, head_dim in
+/// kAttentionPathHeadDims, group <= 6 (the runs of states sharing a v_p load, K4).
+inline bool split_attention_applies(const AttnArgs& a) {
+  return a.rows == 1 && a.mask == nullptr && a.group >= 1 && a.group <= 6 &&
+         (a.head_dim == 32 || a.head_dim == 64 || a.head_dim == 128);
+}
 
 const Kernels& kernels_portable();
 const Kernels& kernels_avx2();

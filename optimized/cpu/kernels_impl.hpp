@@ -451,7 +451,8 @@ void accumulate_keys_any(float* out, const float* v, int stride, const float* e,
 // state the block's chain acc_b[i] = fma(e_p, v_p[i], acc_b[i]) from +0 for p in key order, e_p
 // of state u at e[u][p*es], then acc[i] = fma(acc[i], alpha, acc_b[i]). The U states only share
 // the loads of v_p: each one's chain is the one it runs alone.
-template <class S, int U, int C>
+// kFold false: out[u] receives acc_b itself (the split path folds later, K4 "split over key blocks").
+template <class S, int U, int C, bool kFold = true>
 void accumulate_block(float* const* out, const float* v, int stride, const float* const* e, int nb, const float* alpha,
                       int es) {
   typename S::V acc[U][C];
@@ -467,6 +468,10 @@ void accumulate_block(float* const* out, const float* v, int stride, const float
     }
   }
   for (int u = 0; u < U; ++u) {
+    if constexpr (!kFold) {
+      for (int c = 0; c < C; ++c) S::store(out[u] + c * kLanes, acc[u][c]);
+      continue;
+    }
     const typename S::V va = S::set1(alpha[u]);
     for (int c = 0; c < C; ++c) S::store(out[u] + c * kLanes, S::fma(S::load(out[u] + c * kLanes), va, acc[u][c]));
   }
@@ -844,9 +849,137 @@ void attention(const AttnArgs& a) {
   }
 }
 
+
+// ---- decode attention split over key blocks (K4: the same operations per state, K8)
+//
+// One decode item (rows == 1, no mask, head_dim in kAttentionPathHeadDims, group <= kRun) in
+// three phases, so that its key blocks can be spread over threads: (1) per block, the scaled
+// scores and the block max mb (steps 1-2); (2) per block, with the running max m' of blocks
+// 0..b (a prefix max of the mb, the same compares as the serial path), e_p = exp(s_p - m'), the
+// block's own l_b and acc_b from +0 (steps 3-5 before the fold); (3) per state in block order,
+// alpha = exp(m - m'), l = fma(l, alpha, l_b), acc = fma(acc, alpha, acc_b), then acc / l. Every
+// operation and operand is the serial path's; only when each runs changes.
+// Layouts, for n_blocks = ceil((pos + 1) / kKeyBlock): s (group, n_blocks * kKeyBlock),
+// mb and lb (group, n_blocks), accb (group, n_blocks, head_dim).
+
+inline int split_blocks(const AttnArgs& a) { return (a.pos + kKeyBlock) / kKeyBlock; }
+
+template <class S>
+void attention_split_scores(const AttnArgs& a, int b0, int b1, float* s, float* mb) {
+  constexpr int kChunk = 8;
+  const int hd = a.head_dim, G = a.group, nbk = split_blocks(a), n_keys = a.pos + 1;
+  const size_t ss = static_cast<size_t>(nbk) * kKeyBlock;
+  const typename S::V vs = S::set1(a.scale);
+  for (int b = b0; b < b1; ++b) {
+    const int k0 = b * kKeyBlock, nb = std::min(kKeyBlock, n_keys - k0);
+    const float* kb = a.k + static_cast<size_t>(k0) * a.stride;
+    for (int j0 = 0; j0 < nb; j0 += kChunk)  // the chunk's cache rows read once for the group
+      for (int h = 0; h < G; ++h)
+        scores<S>(a.q + static_cast<size_t>(h) * hd, kb, a.stride, hd, s + h * ss + k0, j0, std::min(j0 + kChunk, nb));
+    for (int h = 0; h < G; ++h) {
+      float* e = s + h * ss + k0;
+      int j = 0;
+      for (; j + kLanes <= nb; j += kLanes) S::store(e + j, S::mul(S::load(e + j), vs));
+      for (; j < nb; ++j) e[j] = e[j] * a.scale;
+      float m = e[0];
+      for (j = 1; j < nb; ++j) m = m < e[j] ? e[j] : m;
+      mb[h * nbk + b] = m;
+    }
+  }
+}
+
+// The running max after blocks 0..b of one state: m' = (m < mb ? mb : m) from m = -inf.
+inline float split_running_max(const float* mb, int b) {
+  float m = -INFINITY;
+  for (int i = 0; i <= b; ++i) m = m < mb[i] ? mb[i] : m;
+  return m;
+}
+
+template <class S>
+void attention_split_values(const AttnArgs& a, int b0, int b1, float* s, const float* mb, float* lb, float* accb) {
+  const int hd = a.head_dim, G = a.group, nbk = split_blocks(a), n_keys = a.pos + 1;
+  const size_t ss = static_cast<size_t>(nbk) * kKeyBlock;
+  float mrun[kRun];
+  for (int h = 0; h < G; ++h) mrun[h] = b0 > 0 ? split_running_max(mb + h * nbk, b0 - 1) : -INFINITY;
+  for (int b = b0; b < b1; ++b) {
+    const int k0 = b * kKeyBlock, nb = std::min(kKeyBlock, n_keys - k0);
+    float* outs[kRun];
+    const float* es[kRun];
+    for (int h = 0; h < G; ++h) {
+      const float bm = mb[h * nbk + b];
+      const float m_new = mrun[h] < bm ? bm : mrun[h];
+      mrun[h] = m_new;
+      float* e = s + h * ss + k0;
+      int j = 0;
+      const typename S::V vm = S::set1(m_new);
+      for (; j + kLanes <= nb; j += kLanes) S::store(e + j, S::exp(S::sub(S::load(e + j), vm)));
+      for (; j < nb; ++j) e[j] = akv::exp(e[j] - m_new);
+      float l = 0.0f;
+      for (j = 0; j < nb; ++j) l = l + e[j];
+      lb[h * nbk + b] = l;
+      outs[h] = accb + (static_cast<size_t>(h) * nbk + b) * hd;
+      es[h] = e;
+    }
+    const float* vb = a.v + static_cast<size_t>(k0) * a.stride;
+    for (int h0 = 0; h0 < G;) {  // as accumulate_states: the runs share each v_p load
+      const int u = hd == 128 ? std::min(2, G - h0) : (hd == 64 && S::kTileBudget < 24) ? std::min(4, G - h0) : G - h0;
+      const float alpha_unused[kRun] = {};
+      switch (hd) {
+        case 32:
+          switch (u) {
+            case 1: accumulate_block<S, 1, 2, false>(outs + h0, vb, a.stride, es + h0, nb, alpha_unused, 1); break;
+            case 2: accumulate_block<S, 2, 2, false>(outs + h0, vb, a.stride, es + h0, nb, alpha_unused, 1); break;
+            case 3: accumulate_block<S, 3, 2, false>(outs + h0, vb, a.stride, es + h0, nb, alpha_unused, 1); break;
+            case 4: accumulate_block<S, 4, 2, false>(outs + h0, vb, a.stride, es + h0, nb, alpha_unused, 1); break;
+            case 5: accumulate_block<S, 5, 2, false>(outs + h0, vb, a.stride, es + h0, nb, alpha_unused, 1); break;
+            default: accumulate_block<S, 6, 2, false>(outs + h0, vb, a.stride, es + h0, nb, alpha_unused, 1); break;
+          }
+          break;
+        case 64:
+          switch (u) {
+            case 1: accumulate_block<S, 1, 4, false>(outs + h0, vb, a.stride, es + h0, nb, alpha_unused, 1); break;
+            case 2: accumulate_block<S, 2, 4, false>(outs + h0, vb, a.stride, es + h0, nb, alpha_unused, 1); break;
+            case 3: accumulate_block<S, 3, 4, false>(outs + h0, vb, a.stride, es + h0, nb, alpha_unused, 1); break;
+            case 4: accumulate_block<S, 4, 4, false>(outs + h0, vb, a.stride, es + h0, nb, alpha_unused, 1); break;
+            case 5: accumulate_block<S, 5, 4, false>(outs + h0, vb, a.stride, es + h0, nb, alpha_unused, 1); break;
+            default: accumulate_block<S, 6, 4, false>(outs + h0, vb, a.stride, es + h0, nb, alpha_unused, 1); break;
+          }
+          break;
+        default:  // 128
+          if (u == 2) accumulate_block<S, 2, 8, false>(outs + h0, vb, a.stride, es + h0, nb, alpha_unused, 1);
+          else accumulate_block<S, 1, 8, false>(outs + h0, vb, a.stride, es + h0, nb, alpha_unused, 1);
+      }
+      h0 += u;
+    }
+  }
+}
+
+template <class S>
+void attention_split_fold(const AttnArgs& a, const float* mb, const float* lb, const float* accb) {
+  const int hd = a.head_dim, G = a.group, nbk = split_blocks(a);
+  for (int h = 0; h < G; ++h) {
+    float* out = a.out + static_cast<size_t>(h) * hd;
+    for (int i = 0; i < hd; ++i) out[i] = 0.0f;
+    float m = -INFINITY, l = 0.0f;
+    for (int b = 0; b < nbk; ++b) {
+      const float bm = mb[h * nbk + b];
+      const float m_new = m < bm ? bm : m;
+      const float alpha = akv::exp(m - m_new);
+      m = m_new;
+      l = std::fma(l, alpha, lb[h * nbk + b]);
+      const float* ab = accb + (static_cast<size_t>(h) * nbk + b) * hd;
+      const typename S::V va = S::set1(alpha);
+      for (int i = 0; i < hd; i += kLanes) S::store(out + i, S::fma(S::load(out + i), va, S::load(ab + i)));
+    }
+    const typename S::V vl = S::set1(l);
+    for (int i = 0; i < hd; i += kLanes) S::store(out + i, S::div(S::load(out + i), vl));
+  }
+}
+
 template <class S>
 Kernels table(Isa isa) {
-  return Kernels{isa, &matmul<S>, &dot<S>, &rmsnorm<S>, &rope<S>, &attention<S>, &swiglu<S>, &add<S>, &exp<S>};
+  return Kernels{isa,       &matmul<S>, &dot<S>, &rmsnorm<S>, &rope<S>, &attention<S>, &swiglu<S>, &add<S>, &exp<S>,
+                 &attention_split_scores<S>, &attention_split_values<S>, &attention_split_fold<S>};
 }
 
 }  // namespace akv::cpu::impl

@@ -32,7 +32,7 @@ ThreadPool::~ThreadPool() { stop_and_join(); }
 void ThreadPool::stop_and_join() {
   {
     std::lock_guard<std::mutex> g(mu_);
-    stop_ = true;
+    stop_.store(true, std::memory_order_release);
   }
   start_cv_.notify_all();
   for (auto& t : threads_)
@@ -45,34 +45,53 @@ void range_of(int t, int n, int items, int& b, int& e) {
   b = static_cast<int>(static_cast<int64_t>(items) * t / n);
   e = static_cast<int>(static_cast<int64_t>(items) * (t + 1) / n);
 }
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+// Polls done() for at most `limit` (the clock read every 64 polls); true once it holds.
+template <class Done>
+bool spin_until(const Done& done, std::chrono::microseconds limit) {
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 1;; ++i) {
+    if (done()) return true;
+    cpu_relax();
+    if (i % 64 == 0 && std::chrono::steady_clock::now() - t0 > limit) return done();
+  }
+}
 }  // namespace
 
 void ThreadPool::worker(int t) {
   uint64_t seen = 0;
   for (;;) {
-    const std::function<void(int, int)>* job;
-    int items;
-    {
+    auto started = [&] {
+      return stop_.load(std::memory_order_acquire) || generation_.load(std::memory_order_acquire) != seen;
+    };
+    if (!spin_until(started, kSpin)) {
+      // generation_ and stop_ change under mu_ as well, so this wait cannot miss them.
       std::unique_lock<std::mutex> g(mu_);
-      start_cv_.wait(g, [&] { return stop_ || generation_ != seen; });
-      if (stop_) return;
-      seen = generation_;
-      job = job_;
-      items = items_;
+      start_cv_.wait(g, started);
     }
+    if (stop_.load(std::memory_order_acquire)) return;
+    seen = generation_.load(std::memory_order_acquire);
+    const std::function<void(int, int)>* job = job_;
     int b, e;
-    range_of(t, n_, items, b, e);
-    std::exception_ptr err;
+    range_of(t, n_, items_, b, e);
     if (b < e) {
       try {
         (*job)(b, e);
       } catch (...) {
-        err = std::current_exception();
+        std::lock_guard<std::mutex> g(mu_);
+        if (!error_) error_ = std::current_exception();
       }
     }
-    std::lock_guard<std::mutex> g(mu_);
-    if (err && !error_) error_ = err;
-    if (--pending_ == 0) done_cv_.notify_one();
+    if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      std::lock_guard<std::mutex> g(mu_);  // the caller may be about to sleep: pair with its wait
+      done_cv_.notify_one();
+    }
   }
 }
 
@@ -86,9 +105,9 @@ void ThreadPool::run(int items, const std::function<void(int, int)>& fn) {
     std::lock_guard<std::mutex> g(mu_);
     job_ = &fn;
     items_ = items;
-    pending_ = n_ - 1;
     error_ = nullptr;
-    ++generation_;
+    pending_.store(n_ - 1, std::memory_order_relaxed);
+    generation_.fetch_add(1, std::memory_order_acq_rel);
   }
   start_cv_.notify_all();
   int b, e;
@@ -99,8 +118,12 @@ void ThreadPool::run(int items, const std::function<void(int, int)>& fn) {
   } catch (...) {
     err = std::current_exception();
   }
-  std::unique_lock<std::mutex> g(mu_);
-  done_cv_.wait(g, [&] { return pending_ == 0; });
+  auto done = [&] { return pending_.load(std::memory_order_acquire) == 0; };
+  if (!spin_until(done, kSpin)) {
+    std::unique_lock<std::mutex> g(mu_);
+    done_cv_.wait(g, done);
+  }
+  std::lock_guard<std::mutex> g(mu_);
   if (!err) err = error_;
   if (err) std::rethrow_exception(err);
 }

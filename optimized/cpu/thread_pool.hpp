@@ -1,7 +1,11 @@
 // A small fixed thread pool (spec/kernels-cpu.md K8): work is split by whole output items
 // (rows, panels of output columns, (token, head) pairs), never inside a reduction, so the
-// thread count changes which thread computes an item, never how.
+// thread count changes which thread computes an item, never how. A decode token makes about
+// 150 calls to run(); waking a sleeping thread costs tens of microseconds on a VM, so workers
+// and the caller spin for a bounded time (kSpin) before they sleep on a condition variable.
 #pragma once
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -34,8 +38,11 @@ class ThreadPool {
 
   /// Calls fn(begin, end) on contiguous, disjoint ranges covering [0, items), at most one range
   /// per thread (range t = [t*items/size(), (t+1)*items/size())), and returns when all are done.
-  /// The first exception thrown by any range is rethrown here.
+  /// The first exception thrown by any range is rethrown here. Not reentrant: one caller.
   void run(int items, const std::function<void(int, int)>& fn);
+
+  /// How long an idle worker (and the caller waiting for the workers) polls before it sleeps.
+  static constexpr std::chrono::microseconds kSpin{100};
 
  private:
   void worker(int t);
@@ -43,13 +50,13 @@ class ThreadPool {
 
   int n_;
   std::vector<std::thread> threads_;
-  std::mutex mu_;
+  std::mutex mu_;  // guards the sleeping side of the two handshakes and error_
   std::condition_variable start_cv_, done_cv_;
-  const std::function<void(int, int)>* job_ = nullptr;
+  const std::function<void(int, int)>* job_ = nullptr;  // written before generation_ is released
   int items_ = 0;
-  uint64_t generation_ = 0;
-  int pending_ = 0;
-  bool stop_ = false;
+  std::atomic<uint64_t> generation_{0};  // one more per run(): the workers' start signal
+  std::atomic<int> pending_{0};          // workers still on the current job
+  std::atomic<bool> stop_{false};
   std::exception_ptr error_;
 };
 
