@@ -895,6 +895,20 @@ inline float split_running_max(const float* mb, int b) {
   return m;
 }
 
+// Step 5 without the fold for u <= kRun states of one block: acc_b to out[x] (C lane sets).
+template <class S, int C>
+void split_accumulate(int u, float* const* out, const float* vb, int stride, const float* const* e, int nb) {
+  const float unused[kRun] = {};
+  switch (u) {
+    case 1: return accumulate_block<S, 1, C, false>(out, vb, stride, e, nb, unused, 1);
+    case 2: return accumulate_block<S, 2, C, false>(out, vb, stride, e, nb, unused, 1);
+    case 3: return accumulate_block<S, 3, C, false>(out, vb, stride, e, nb, unused, 1);
+    case 4: return accumulate_block<S, 4, C, false>(out, vb, stride, e, nb, unused, 1);
+    case 5: return accumulate_block<S, 5, C, false>(out, vb, stride, e, nb, unused, 1);
+    default: return accumulate_block<S, 6, C, false>(out, vb, stride, e, nb, unused, 1);
+  }
+}
+
 template <class S>
 void attention_split_values(const AttnArgs& a, int b0, int b1, float* s, const float* mb, float* lb, float* accb) {
   const int hd = a.head_dim, G = a.group, nbk = split_blocks(a), n_keys = a.pos + 1;
@@ -923,31 +937,10 @@ void attention_split_values(const AttnArgs& a, int b0, int b1, float* s, const f
     const float* vb = a.v + static_cast<size_t>(k0) * a.stride;
     for (int h0 = 0; h0 < G;) {  // as accumulate_states: the runs share each v_p load
       const int u = hd == 128 ? std::min(2, G - h0) : (hd == 64 && S::kTileBudget < 24) ? std::min(4, G - h0) : G - h0;
-      const float alpha_unused[kRun] = {};
       switch (hd) {
-        case 32:
-          switch (u) {
-            case 1: accumulate_block<S, 1, 2, false>(outs + h0, vb, a.stride, es + h0, nb, alpha_unused, 1); break;
-            case 2: accumulate_block<S, 2, 2, false>(outs + h0, vb, a.stride, es + h0, nb, alpha_unused, 1); break;
-            case 3: accumulate_block<S, 3, 2, false>(outs + h0, vb, a.stride, es + h0, nb, alpha_unused, 1); break;
-            case 4: accumulate_block<S, 4, 2, false>(outs + h0, vb, a.stride, es + h0, nb, alpha_unused, 1); break;
-            case 5: accumulate_block<S, 5, 2, false>(outs + h0, vb, a.stride, es + h0, nb, alpha_unused, 1); break;
-            default: accumulate_block<S, 6, 2, false>(outs + h0, vb, a.stride, es + h0, nb, alpha_unused, 1); break;
-          }
-          break;
-        case 64:
-          switch (u) {
-            case 1: accumulate_block<S, 1, 4, false>(outs + h0, vb, a.stride, es + h0, nb, alpha_unused, 1); break;
-            case 2: accumulate_block<S, 2, 4, false>(outs + h0, vb, a.stride, es + h0, nb, alpha_unused, 1); break;
-            case 3: accumulate_block<S, 3, 4, false>(outs + h0, vb, a.stride, es + h0, nb, alpha_unused, 1); break;
-            case 4: accumulate_block<S, 4, 4, false>(outs + h0, vb, a.stride, es + h0, nb, alpha_unused, 1); break;
-            case 5: accumulate_block<S, 5, 4, false>(outs + h0, vb, a.stride, es + h0, nb, alpha_unused, 1); break;
-            default: accumulate_block<S, 6, 4, false>(outs + h0, vb, a.stride, es + h0, nb, alpha_unused, 1); break;
-          }
-          break;
-        default:  // 128
-          if (u == 2) accumulate_block<S, 2, 8, false>(outs + h0, vb, a.stride, es + h0, nb, alpha_unused, 1);
-          else accumulate_block<S, 1, 8, false>(outs + h0, vb, a.stride, es + h0, nb, alpha_unused, 1);
+        case 32: split_accumulate<S, 2>(u, outs + h0, vb, a.stride, es + h0, nb); break;
+        case 64: split_accumulate<S, 4>(u, outs + h0, vb, a.stride, es + h0, nb); break;
+        default: split_accumulate<S, 8>(u, outs + h0, vb, a.stride, es + h0, nb); break;  // 128: u <= 2
       }
       h0 += u;
     }
