@@ -2,7 +2,8 @@
 // (rows, panels of output columns, (token, head) pairs), never inside a reduction, so the
 // thread count changes which thread computes an item, never how. A decode token makes about
 // 150 calls to run(); waking a sleeping thread costs tens of microseconds on a VM, so workers
-// and the caller spin for a bounded time (kSpin) before they sleep on a condition variable.
+// and the caller spin for a bounded time (kSpin), yielding the core after a few polls, before
+// they sleep on a condition variable.
 #pragma once
 #include <atomic>
 #include <chrono>
