@@ -7,6 +7,8 @@
 #include <span>
 #include <vector>
 
+#include <boost/align/aligned_allocator.hpp>
+
 #include "reference/config.hpp"
 
 namespace akv {
@@ -99,7 +101,9 @@ class KVCacheT {
 
   int kv_dim_ = 0;
   size_t n_ = 0;
-  std::vector<std::vector<T>> k_, v_;  // [layer] (n, kv_dim)
+  // [layer] (n, kv_dim). 64-byte aligned, so a row whose bytes are a multiple of 64 never has a
+  // SIMD load straddle two cache lines (a split load costs the kernels 13-16%, docs/performance.md).
+  std::vector<std::vector<T, boost::alignment::aligned_allocator<T, 64>>> k_, v_;
   std::vector<uint8_t> mask_;          // (n,) or empty: nothing masked
   uint64_t entries_written_ = 0;
   std::vector<uint64_t> serial_;       // (n,) write serials

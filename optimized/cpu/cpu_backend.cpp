@@ -113,7 +113,7 @@ void CpuBackend::forward_batch(std::span<const BatchItem> items) {
     r += n;
   }
   const size_t R = static_cast<size_t>(rows);
-  auto size = [&](std::vector<float>& b, size_t n) {
+  auto size = [&](Scratch& b, size_t n) {
     if (b.size() < n) b.resize(n);
     if (poison_) std::fill(b.begin(), b.end(), *poison_);
   };
@@ -156,7 +156,7 @@ void CpuBackend::forward_batch(std::span<const BatchItem> items) {
       for (int r = b; r < e; ++r) fn(r);
     });
   };
-  auto step = [&](const char* op, int layer, const std::vector<float>& buf, int n, int width, int ld) {
+  auto step = [&](const char* op, int layer, const Scratch& buf, int n, int width, int ld) {
     if (observer_) observer_({op, layer, buf.data(), n, width, static_cast<size_t>(ld)});
   };
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
@@ -168,8 +168,9 @@ void CpuBackend::forward_batch(std::span<const BatchItem> items) {
     probe.rows = 1;
     probe.group = group;
     probe.head_dim = hd;
+    probe.pos = row_pos_[0];
     split_decode = split_attention_applies(probe);
-    split_nbk = (row_pos_[0] + kKeyBlock) / kKeyBlock;
+    split_nbk = split_blocks(probe);
     split_cb = std::max(1, split_nbk / (8 * pool_.size()));  // about 8 units a thread
     split_chunks = (split_nbk + split_cb - 1) / split_cb;
   }
@@ -213,6 +214,26 @@ void CpuBackend::forward_batch(std::span<const BatchItem> items) {
     // passes over the cache (K4); blocks are taken from both ends alternately so that contiguous
     // thread ranges get similar causal work. Neither the blocks nor their order change a bit (K8).
     const int n_blocks = static_cast<int>(blocks_.size());
+    // KV head g's item for the n tokens from call row r, one session's (K4): the item path's
+    // and, with r = 0 and n = 1, the split path's.
+    auto item_args = [&](int r, int g, int n) {
+      const KVCache& cache = *items[row_item_[r]].cache;
+      AttnArgs a;
+      a.q = qkv_.data() + static_cast<size_t>(r) * qkvd + static_cast<size_t>(g) * group * hd;
+      a.k = cache.k(l) + static_cast<size_t>(g) * hd;
+      a.v = cache.v(l) + static_cast<size_t>(g) * hd;
+      a.out = att_.data() + static_cast<size_t>(r) * qd + static_cast<size_t>(g) * group * hd;
+      a.pos = row_pos_[r];
+      a.stride = kvd;
+      a.head_dim = hd;
+      a.group = group;
+      a.scale = scale;
+      a.rows = n;
+      a.q_stride = static_cast<size_t>(qkvd);
+      a.out_stride = static_cast<size_t>(qd);
+      a.mask = cache.mask();
+      return a;
+    };
     if (c.sliding(l)) {
       // M19: each (token, KV head) alone over its window's keys [first, pos]: the cache rows from
       // `first` are the item's keys 0..pos-first, a function of pos and the window only, so the
@@ -244,21 +265,6 @@ void CpuBackend::forward_batch(std::span<const BatchItem> items) {
       // One decode token: its n_kv_heads items would leave threads idle (3 items on 2 threads),
       // so each item's key blocks are spread over the threads in K4's three phases (kernels.hpp
       // attention_split_*). Which thread runs which block changes no operation (K8).
-      auto args_of = [&](int g) {
-        AttnArgs a;
-        KVCache& cache = *items[row_item_[0]].cache;
-        a.q = qkv_.data() + static_cast<size_t>(g) * group * hd;
-        a.k = cache.k(l) + static_cast<size_t>(g) * hd;
-        a.v = cache.v(l) + static_cast<size_t>(g) * hd;
-        a.out = att_.data() + static_cast<size_t>(g) * group * hd;
-        a.pos = row_pos_[0];
-        a.stride = kvd;
-        a.head_dim = hd;
-        a.group = group;
-        a.scale = scale;
-        a.rows = 1;
-        return a;
-      };
       const size_t per_s = static_cast<size_t>(group) * split_nbk * kKeyBlock, per_b = static_cast<size_t>(group) * split_nbk;
       auto phase = [&](bool values) {
         // A unit is a range of key blocks, all KV heads: the heads of a cache row are adjacent,
@@ -268,7 +274,7 @@ void CpuBackend::forward_batch(std::span<const BatchItem> items) {
           for (int u = u0; u < u1; ++u) {
             const int b0 = u * split_cb, b1 = std::min(split_nbk, b0 + split_cb);
             for (int g = 0; g < c.n_kv_heads; ++g) {
-              const AttnArgs a = args_of(g);
+              const AttnArgs a = item_args(0, g, 1);
               float* sg = split_s_.data() + g * per_s;
               float* mbg = split_mb_.data() + g * per_b;
               if (values)
@@ -281,29 +287,14 @@ void CpuBackend::forward_batch(std::span<const BatchItem> items) {
       phase(false);
       phase(true);
       for (int g = 0; g < c.n_kv_heads; ++g)
-        k.attention_split_fold(args_of(g), split_mb_.data() + g * per_b, split_lb_.data() + g * per_b,
+        k.attention_split_fold(item_args(0, g, 1), split_mb_.data() + g * per_b, split_lb_.data() + g * per_b,
                                split_acc_.data() + g * per_b * hd);
     } else
     pool_.run(n_blocks * c.n_kv_heads, [&](int b, int e) {
       for (int i = b; i < e; ++i) {
         const int j = i / c.n_kv_heads, g = i % c.n_kv_heads;
         const auto [r, n] = blocks_[(j % 2 == 0) ? j / 2 : n_blocks - 1 - j / 2];
-        KVCache& cache = *items[row_item_[r]].cache;
-        AttnArgs a;
-        a.q = qkv_.data() + static_cast<size_t>(r) * qkvd + static_cast<size_t>(g) * group * hd;
-        a.k = cache.k(l) + static_cast<size_t>(g) * hd;
-        a.v = cache.v(l) + static_cast<size_t>(g) * hd;
-        a.out = att_.data() + static_cast<size_t>(r) * qd + static_cast<size_t>(g) * group * hd;
-        a.pos = row_pos_[r];
-        a.stride = kvd;
-        a.head_dim = hd;
-        a.group = group;
-        a.scale = scale;
-        a.rows = n;
-        a.q_stride = static_cast<size_t>(qkvd);
-        a.out_stride = static_cast<size_t>(qd);
-        a.mask = cache.mask();
-        k.attention(a);
+        k.attention(item_args(r, g, n));
       }
     });
     step("attention", l, att_, rows, qd, qd);

@@ -8,12 +8,18 @@
 #include <utility>
 #include <vector>
 
+#include <boost/align/aligned_allocator.hpp>
+
 #include "optimized/cpu/isa.hpp"
 #include "optimized/cpu/kernels.hpp"
 #include "optimized/cpu/thread_pool.hpp"
 #include "reference/backend.hpp"
 
 namespace akv::cpu {
+
+/// A scratch buffer 64 bytes aligned, as the packed panels and the KV cache rows are: a row of
+/// a multiple of 16 floats then never has a SIMD load or store straddle two cache lines.
+using Scratch = std::vector<float, boost::alignment::aligned_allocator<float, 64>>;
 
 struct CpuOptions {
   std::string isa = "auto";  // portable | avx2 | avx512 | avx512_simde | auto ($AKV_ISA, else the best native)
@@ -78,19 +84,19 @@ class CpuBackend final : public Backend {
   std::optional<float> poison_;
   std::function<void(const OpStep&)> observer_;
   // Scratch, one row per token of the call (R rows), grown and never shrunk:
-  std::vector<float> x_;       // (R, hidden) the residual stream
-  std::vector<float> xb_;      // (R, hidden) RMSNorm's output, then each block's output before the add
-  std::vector<float> qkv_;     // (R, q_dim + 2 kv_dim) q | k | v of one row side by side (the fused wqkv panel)
-  std::vector<float> att_;     // (R, q_dim) the attention heads' outputs
-  std::vector<float> h_;       // (R, 2 ffn) w1 x | w3 x side by side (the fused w13 panel); SwiGLU writes the first half
-  std::vector<float> logits_;  // (rows asked for, vocab) the classifier's rows, in item order
+  Scratch x_;       // (R, hidden) the residual stream
+  Scratch xb_;      // (R, hidden) RMSNorm's output, then each block's output before the add
+  Scratch qkv_;     // (R, q_dim + 2 kv_dim) q | k | v of one row side by side (the fused wqkv panel)
+  Scratch att_;     // (R, q_dim) the attention heads' outputs
+  Scratch h_;       // (R, 2 ffn) w1 x | w3 x side by side (the fused w13 panel); SwiGLU writes the first half
+  Scratch logits_;  // (rows asked for, vocab) the classifier's rows, in item order
   std::vector<int> row_item_, row_pos_;
   std::vector<int> out_rows_;  // call rows whose logits were asked for (BatchItem::rows)
   /// Attention items' token blocks (first row, rows): consecutive tokens of one session (K4).
   std::vector<std::pair<int, int>> blocks_;
   /// The split decode attention's phases (kernels.hpp attention_split_*), per KV head: scores
   /// (group, blocks * kKeyBlock), block maxes and sums (group, blocks), value sums (group, blocks, head_dim).
-  std::vector<float> split_s_, split_mb_, split_lb_, split_acc_;
+  Scratch split_s_, split_mb_, split_lb_, split_acc_;
   static constexpr int kAttnRows = 16;  // 16 tokens x 3 heads fill three 16-lane sets (K4 lane path)
 };
 

@@ -140,6 +140,9 @@ struct Kernels {
   void (*attention_split_fold)(const AttnArgs& a, const float* mb, const float* lb, const float* accb);
 };
 
+/// n_blocks of the split phases above: the key blocks ceil((pos + 1) / kKeyBlock) of item `a`.
+inline int split_blocks(const AttnArgs& a) { return (a.pos + kKeyBlock) / kKeyBlock; }
+
 /// Whether the split phases above take item `a`: one token (rows == 1), no mask, head_dim in
 /// kAttentionPathHeadDims, group <= 6 (the runs of states sharing a v_p load, K4).
 inline bool split_attention_applies(const AttnArgs& a) {

@@ -15,6 +15,9 @@
 #pragma once
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <limits>
+#include <new>
 #include <vector>
 
 #include "optimized/cpu/kernels.hpp"
@@ -252,19 +255,26 @@ void matmul_quant(const float* X, size_t ldx, int rows, const PackedMatrix& W, i
   // Per block of kRows rows (kept in cache), panel groups of kGroup: computed once into float32
   // panels, then the block's rows through tile().
   constexpr int kGroup = 4, kRows = 192;
-  thread_local std::vector<float> buf;
-  buf.resize(static_cast<size_t>(kGroup) * W.n * kLanes);
-  PackedMatrix view;  // the group as a float32 matrix of np panels, borrowing buf
+  // The group as a float32 matrix of np panels. 64-byte aligned like every packed panel: a
+  // 64-byte load that splits two cache lines cost this path 13-16% on an AVX-512 Xeon
+  // (docs/performance.md). New storage starts as NaN; each group overwrites what it reads.
+  thread_local PackedMatrix view;
+  thread_local size_t capacity = 0;
+  const size_t need = static_cast<size_t>(kGroup) * W.n * kLanes;  // a multiple of 16 floats = 64 bytes
+  if (need > capacity) {
+    view.data.reset(static_cast<float*>(std::aligned_alloc(64, need * sizeof(float))));
+    if (!view.data) throw std::bad_alloc();
+    std::fill_n(view.data.get(), need, std::numeric_limits<float>::quiet_NaN());
+    capacity = need;
+  }
   view.n = W.n;
   for (int r0 = 0; r0 < rows; r0 += kRows) {
     const int nr = std::min(kRows, rows - r0);
     for (int p = p0; p < p1; p += kGroup) {
       const int np = std::min(kGroup, p1 - p);
-      dequantize_panels<S, F>(W, p, np, buf.data());
+      dequantize_panels<S, F>(W, p, np, view.data.get());
       view.d = std::min(np * kLanes, W.d - p * kLanes);
-      view.data.reset(buf.data());
       matmul_f32<S>(X + r0 * ldx, ldx, nr, view, 0, np, Y + r0 * ldy + p * kLanes, ldy);
-      (void)view.data.release();
     }
   }
 }
@@ -669,6 +679,10 @@ template <class S, int C>
 void lane_block_scores(const float* qt, int es, int nv, const float* kb, int stride, int nb, float* e) {
   constexpr int kSets = S::kTileBudget < 24 ? 1 : C <= 2 ? 4 : C == 4 ? 2 : 1;  // 2*C*kSets query rows in registers: 16
   int v = 0;
+  // head_dim 64 with 32 registers: three lane sets a pass (24 query rows, 6 sums, 1 key), so
+  // the 48 states of a 16-token GQA-3 item take one pass, not a pass of two and one of one.
+  if constexpr (S::kTileBudget >= 24 && C == 4)
+    for (; v + 3 <= nv; v += 3) lane_scores<S, C, 3>(qt + v * kLanes, es, kb, stride, nb, e + v * kLanes);
   for (; v + kSets <= nv; v += kSets) lane_scores<S, C, kSets>(qt + v * kLanes, es, kb, stride, nb, e + v * kLanes);
   for (; v < nv; ++v) lane_scores<S, C, 1>(qt + v * kLanes, es, kb, stride, nb, e + v * kLanes);
 }
@@ -859,10 +873,8 @@ void attention(const AttnArgs& a) {
 // block's own l_b and acc_b from +0 (steps 3-5 before the fold); (3) per state in block order,
 // alpha = exp(m - m'), l = fma(l, alpha, l_b), acc = fma(acc, alpha, acc_b), then acc / l. Every
 // operation and operand is the serial path's; only when each runs changes.
-// Layouts, for n_blocks = ceil((pos + 1) / kKeyBlock): s (group, n_blocks * kKeyBlock),
+// Layouts, for n_blocks = split_blocks(a) (kernels.hpp): s (group, n_blocks * kKeyBlock),
 // mb and lb (group, n_blocks), accb (group, n_blocks, head_dim).
-
-inline int split_blocks(const AttnArgs& a) { return (a.pos + kKeyBlock) / kKeyBlock; }
 
 template <class S>
 void attention_split_scores(const AttnArgs& a, int b0, int b1, float* s, float* mb) {
