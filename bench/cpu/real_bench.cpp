@@ -3,11 +3,13 @@
 // The cpu backend on a real GGUF model, measured the way llama.cpp's llama-bench measures:
 // prefill of 512 and 2048 random tokens in one append with logits for the last row only (pp),
 // decode of single tokens after a 4096-token context (tg at depth 4096); each the median of
-// --runs runs after one warm-up. Also the FMA peak and the OpenBLAS kernel name for context,
-// and, with --witness, the wall time and peak RSS of a command run as a child under
+// --runs runs after one warm-up. Also the FMA peak and the OpenBLAS kernel name for context;
+// where prefill's and decode's time goes (per op step), with OpenBLAS sgemm on the prefill's
+// matmul shapes as the machine's float32 GEMM roof; and, with --witness, the wall time and peak RSS of a command run as a child under
 // /usr/bin/time. Prints a table and writes the JSON to --json. Not a test: figures only.
 // --composed: the composed forward over the cpu kernels' table (spec/gate.md GT7, GT8) in place of
 // the cpu backend's fused forward, for the A/B of docs/performance.md.
+#include <cblas.h>
 #include <fmt/format.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -31,7 +33,6 @@
 #include "optimized/cpu/c_kernels.hpp"
 #include "optimized/cpu/cpu_backend.hpp"
 
-extern "C" char* openblas_get_corename(void);
 
 using namespace akv;
 using bench::Clock;
@@ -53,6 +54,37 @@ bool generic_corename(const std::string& s) {
   std::string l = s;
   for (char& ch : l) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
   return l.empty() || l.find("generic") != std::string::npos || l == "prescott" || l == "core2" || l == "unknown";
+}
+
+// Seconds per op step of the cpu backend's calls while attached: the observer runs on the
+// calling thread after each step, so each interval is that step's parallel run and its pool
+// hand-off. start() before each call; the residual adds are summed as one op.
+struct OpClock {
+  std::map<std::string, double> seconds;
+  Clock::time_point last = Clock::now();
+  void attach(cpu::CpuBackend& b) {
+    b.set_op_observer([this](const cpu::OpStep& st) {
+      const auto now = Clock::now();
+      std::string op = st.op;
+      if (op.rfind("add", 0) == 0) op = "add (residuals)";
+      seconds[op] += std::chrono::duration<double>(now - last).count();
+      last = now;
+    });
+  }
+  void start() { last = Clock::now(); }
+};
+
+// Best of `runs` seconds of OpenBLAS sgemm Y (m, d) = X (m, k) W^T, W (d, k) row-major: the
+// layout of a prefill matmul, on placeholder values (sgemm's time does not depend on them).
+double sgemm_seconds(int m, int k, int d, int runs) {
+  std::vector<float> X(static_cast<size_t>(m) * k, 0.5f), W(static_cast<size_t>(d) * k, 0.25f), Y(static_cast<size_t>(m) * d);
+  double best = 1e30;
+  for (int r = 0; r <= runs; ++r) {  // run 0: warm-up
+    const auto t0 = Clock::now();
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, d, k, 1.0f, X.data(), k, W.data(), k, 0.0f, Y.data(), d);
+    if (r > 0) best = std::min(best, secs(t0));
+  }
+  return best;
 }
 
 }  // namespace
@@ -109,6 +141,7 @@ int main(int argc, char** argv) {
                 {"kv_heads", c.n_kv_heads}, {"head_dim", c.head_dim}, {"ffn", c.ffn}, {"vocab", c.vocab},
                 {"load_seconds", load_s}};
   J["runs"] = runs;
+  openblas_set_num_threads(threads);
   J["forward"] = composed ? "composed over the cpu table" : "cpu backend (fused)";
   fmt::print("akv cpu {}: {} ({} hardware threads), ISA {}, {} threads, FMA peak {:.1f} GFLOP/s\n",
              composed ? "kernels, composed forward" : "backend", cpu_model(),
@@ -142,6 +175,41 @@ int main(int argc, char** argv) {
                             {"gflops", flops(c, 0, n, 1) / med / 1e9}});
     fmt::print("prefill {:5} tokens: {:8.1f} tokens/s  (median {:.3f} s of {}; {:.1f} GFLOP/s = {:.0f}% of peak)\n", n, n / med,
                med, runs, flops(c, 0, n, 1) / med / 1e9, 100 * flops(c, 0, n, 1) / med / 1e9 / peak);
+    if (!composed) {
+      // Where prefill's time goes, one more run: the matmuls, attention and the rest, each
+      // with its rate where its FLOPs are counted (bench::flops's terms); and OpenBLAS sgemm on
+      // the layers' matmul shapes at the same rows, the machine's float32 GEMM roof beside ours.
+      OpClock clk;
+      clk.attach(fused);
+      KVCache cache(c);
+      clk.start();
+      const auto t1 = Clock::now();
+      append_last(cache, t);
+      const double total = secs(t1);
+      fused.set_op_observer({});
+      double mm_s = 0, att_s = 0;
+      for (const auto& [op, sec] : clk.seconds) {
+        if (op.rfind("matmul", 0) == 0 && op != "matmul (classifier)") mm_s += sec;
+        if (op == "attention") att_s += sec;
+      }
+      const double mm_f = flops(c, 0, n, 0) - 4.0 * c.head_dim * c.n_heads * c.n_layers * (n * (n + 1) / 2.0);
+      const double att_f = flops(c, 0, n, 0) - mm_f;
+      const int m = static_cast<int>(n);
+      const double blas_s =
+          c.n_layers * (sgemm_seconds(m, c.hidden, c.q_dim() + 2 * c.kv_dim(), runs) + sgemm_seconds(m, c.q_dim(), c.hidden, runs) +
+                        sgemm_seconds(m, c.hidden, 2 * c.ffn, runs) + sgemm_seconds(m, c.ffn, c.hidden, runs));
+      const double rest_s = total - mm_s - att_s;
+      fmt::print("  this run {:.3f} s: layer matmuls {:.3f} s ({:.0f}%, {:.1f} GFLOP/s = {:.0f}% of peak), attention {:.3f} s "
+                 "({:.0f}%, {:.1f} GFLOP/s = {:.0f}%), the rest {:.3f} s ({:.0f}%)\n",
+                 total, mm_s, 100 * mm_s / total, mm_f / mm_s / 1e9, 100 * mm_f / mm_s / 1e9 / peak, att_s, 100 * att_s / total,
+                 att_f / att_s / 1e9, 100 * att_f / att_s / 1e9 / peak, rest_s, 100 * rest_s / total);
+      fmt::print("  OpenBLAS sgemm, the same matmuls ({} threads): {:.3f} s, {:.1f} GFLOP/s = {:.0f}% of peak\n", threads,
+                 blas_s, mm_f / blas_s / 1e9, 100 * mm_f / blas_s / 1e9 / peak);
+      J["prefill"].back()["breakdown"] = {{"seconds", total},          {"matmul_seconds", mm_s},
+                                          {"matmul_gflops", mm_f / mm_s / 1e9}, {"attention_seconds", att_s},
+                                          {"attention_gflops", att_f / att_s / 1e9}, {"rest_seconds", rest_s},
+                                          {"openblas_sgemm_seconds", blas_s}, {"openblas_sgemm_gflops", mm_f / blas_s / 1e9}};
+    }
   }
 
   // Decode (tg) at depth 4096: `steps` single-token appends after a 4096-token context.
@@ -166,19 +234,12 @@ int main(int argc, char** argv) {
       // the calling thread after each step, so each interval is that step's parallel run and
       // its pool hand-off), summed over `steps` tokens; and one empty pool run, the
       // synchronisation each step pays at least once.
-      std::map<std::string, double> op_s;
-      auto last = Clock::now();
-      fused.set_op_observer([&](const cpu::OpStep& st) {
-        const auto now = Clock::now();
-        std::string op = st.op;
-        if (op.rfind("add", 0) == 0) op = "add (residuals)";
-        op_s[op] += std::chrono::duration<double>(now - last).count();
-        last = now;
-      });
+      OpClock clk;
+      clk.attach(fused);
       cache.truncate(ctx);
       const auto t1 = Clock::now();
       for (int i = 0; i < steps; ++i) {
-        last = Clock::now();
+        clk.start();
         append_last(cache, std::span<const Token>(&t[ctx + i], 1));
       }
       const double total = secs(t1);
@@ -192,7 +253,7 @@ int main(int argc, char** argv) {
       const int runs_per_token = c.n_layers * 5 + 1;
       nlohmann::json B;
       fmt::print("decode breakdown at context {} ({} steps, {:.2f} ms a token):\n", ctx, steps, 1e3 * total / steps);
-      for (const auto& [op, sec] : op_s) {
+      for (const auto& [op, sec] : clk.seconds) {
         B[op] = sec / steps * 1e3;
         fmt::print("  {:28} {:7.3f} ms a token  {:5.1f}%\n", op, 1e3 * sec / steps, 100 * sec / total);
       }
