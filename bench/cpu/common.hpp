@@ -21,6 +21,10 @@ std::vector<Token> random_tokens(size_t n, uint32_t seed, int vocab);
 /// FLOPs of running m tokens at positions [p0, p0 + m) with `out_rows` rows through the
 /// classifier: 2 per multiply-add of every matmul, 4 * head_dim per (query head, key) pair.
 double flops(const Config& c, size_t p0, size_t m, size_t out_rows);
+/// The layers' matmul term of flops() (wq|wk|wv, wo, w1|w3, w2; no classifier).
+double layer_matmul_flops(const Config& c, size_t m);
+/// The attention term of flops(): 4 * head_dim per (query head, key) pair.
+double attention_flops(const Config& c, size_t p0, size_t m);
 
 /// The "model name" line of /proc/cpuinfo, or "unknown".
 std::string cpu_model();

@@ -5,8 +5,9 @@
 // decode of single tokens after a 4096-token context (tg at depth 4096); each the median of
 // --runs runs after one warm-up. Also the FMA peak and the OpenBLAS kernel name for context;
 // where prefill's and decode's time goes (per op step), with OpenBLAS sgemm on the prefill's
-// matmul shapes as the machine's float32 GEMM roof; and, with --witness, the wall time and peak RSS of a command run as a child under
-// /usr/bin/time. Prints a table and writes the JSON to --json. Not a test: figures only.
+// matmul shapes as the machine's float32 GEMM roof; and, with --witness, the wall time and peak
+// RSS of a command run as a child under /usr/bin/time. Prints a table and writes the JSON to
+// --json. Not a test: figures only.
 // --composed: the composed forward over the cpu kernels' table (spec/gate.md GT7, GT8) in place of
 // the cpu backend's fused forward, for the A/B of docs/performance.md.
 #include <cblas.h>
@@ -32,7 +33,6 @@
 #include "optimized/composed/composed_backend.hpp"
 #include "optimized/cpu/c_kernels.hpp"
 #include "optimized/cpu/cpu_backend.hpp"
-
 
 using namespace akv;
 using bench::Clock;
@@ -192,8 +192,7 @@ int main(int argc, char** argv) {
         if (op.rfind("matmul", 0) == 0 && op != "matmul (classifier)") mm_s += sec;
         if (op == "attention") att_s += sec;
       }
-      const double mm_f = flops(c, 0, n, 0) - 4.0 * c.head_dim * c.n_heads * c.n_layers * (n * (n + 1) / 2.0);
-      const double att_f = flops(c, 0, n, 0) - mm_f;
+      const double mm_f = bench::layer_matmul_flops(c, n), att_f = bench::attention_flops(c, 0, n);
       const int m = static_cast<int>(n);
       const double blas_s =
           c.n_layers * (sgemm_seconds(m, c.hidden, c.q_dim() + 2 * c.kv_dim(), runs) + sgemm_seconds(m, c.q_dim(), c.hidden, runs) +

@@ -214,8 +214,8 @@ void CpuBackend::forward_batch(std::span<const BatchItem> items) {
     // passes over the cache (K4); blocks are taken from both ends alternately so that contiguous
     // thread ranges get similar causal work. Neither the blocks nor their order change a bit (K8).
     const int n_blocks = static_cast<int>(blocks_.size());
-    // KV head g's item for the n tokens from call row r, one session's (K4): the item path's
-    // and, with r = 0 and n = 1, the split path's.
+    // KV head g's item for the n tokens from call row r, one session's (K4): the item path's;
+    // with n = 1, the sliding path's (moved to its window) and, with r = 0, the split path's.
     auto item_args = [&](int r, int g, int n) {
       const KVCache& cache = *items[row_item_[r]].cache;
       AttnArgs a;
@@ -242,22 +242,11 @@ void CpuBackend::forward_batch(std::span<const BatchItem> items) {
         for (int i = b; i < e; ++i) {
           const int r = i / c.n_kv_heads, g = i % c.n_kv_heads, pos = row_pos_[r];
           const int first = std::max(0, pos - c.sliding_window + 1);
-          KVCache& cache = *items[row_item_[r]].cache;
-          const size_t off = static_cast<size_t>(first) * kvd + static_cast<size_t>(g) * hd;
-          AttnArgs a;
-          a.q = qkv_.data() + static_cast<size_t>(r) * qkvd + static_cast<size_t>(g) * group * hd;
-          a.k = cache.k(l) + off;
-          a.v = cache.v(l) + off;
-          a.out = att_.data() + static_cast<size_t>(r) * qd + static_cast<size_t>(g) * group * hd;
+          AttnArgs a = item_args(r, g, 1);  // then its keys start at `first`
+          a.k += static_cast<size_t>(first) * kvd;
+          a.v += static_cast<size_t>(first) * kvd;
           a.pos = pos - first;
-          a.stride = kvd;
-          a.head_dim = hd;
-          a.group = group;
-          a.scale = scale;
-          a.rows = 1;
-          a.q_stride = static_cast<size_t>(qkvd);
-          a.out_stride = static_cast<size_t>(qd);
-          a.mask = cache.mask() == nullptr ? nullptr : cache.mask() + first;
+          if (a.mask != nullptr) a.mask += first;
           k.attention(a);
         }
       });

@@ -54,6 +54,10 @@ constexpr int panel_block_bytes(PanelFormat f) {
 inline constexpr int kQuantBlock = 32;
 static_assert(kMatmulBlock % kQuantBlock == 0, "a matmul k-block holds whole quantized blocks");
 
+/// Storage for panels: `bytes` rounded up to a multiple of 64, starting on a 64-byte boundary
+/// (K15 "Where it is dequantized"), contents unspecified. Throws std::bad_alloc.
+std::unique_ptr<float[], FreeDeleter> aligned_panel_storage(size_t bytes);
+
 /// W (d, n) row-major repacked as ceil(d/16) panels of 16 outputs (K1): kF32 panel p holds
 /// data[(p*n + k)*16 + c] = W[16p + c][k]; a quantized panel holds n/32 blocks of
 /// panel_block_bytes (K15). Outputs 16p + c >= d are zero weights.

@@ -15,9 +15,7 @@
 #pragma once
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <limits>
-#include <new>
 #include <vector>
 
 #include "optimized/cpu/kernels.hpp"
@@ -260,10 +258,9 @@ void matmul_quant(const float* X, size_t ldx, int rows, const PackedMatrix& W, i
   // (docs/performance.md). New storage starts as NaN; each group overwrites what it reads.
   thread_local PackedMatrix view;
   thread_local size_t capacity = 0;
-  const size_t need = static_cast<size_t>(kGroup) * W.n * kLanes;  // a multiple of 16 floats = 64 bytes
+  const size_t need = static_cast<size_t>(kGroup) * W.n * kLanes;
   if (need > capacity) {
-    view.data.reset(static_cast<float*>(std::aligned_alloc(64, need * sizeof(float))));
-    if (!view.data) throw std::bad_alloc();
+    view.data = aligned_panel_storage(need * sizeof(float));
     std::fill_n(view.data.get(), need, std::numeric_limits<float>::quiet_NaN());
     capacity = need;
   }

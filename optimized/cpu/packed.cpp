@@ -7,14 +7,19 @@
 
 namespace akv::cpu {
 
+std::unique_ptr<float[], FreeDeleter> aligned_panel_storage(size_t bytes) {
+  std::unique_ptr<float[], FreeDeleter> p(static_cast<float*>(std::aligned_alloc(64, (bytes + 63) / 64 * 64)));
+  if (!p) throw std::bad_alloc();
+  return p;
+}
+
 PackedMatrix pack_rows(const std::vector<const std::vector<float>*>& parts, int n) {
   PackedMatrix m;
   m.n = n;
   for (const auto* p : parts) m.d += static_cast<int>(p->size() / static_cast<size_t>(n));
   const size_t floats = static_cast<size_t>(m.panels()) * n * kLanes;
-  const size_t bytes = (floats * sizeof(float) + 63) / 64 * 64;
-  m.data.reset(static_cast<float*>(std::aligned_alloc(64, bytes)));
-  if (!m.data) throw std::bad_alloc();
+  const size_t bytes = floats * sizeof(float);
+  m.data = aligned_panel_storage(bytes);
   std::memset(m.data.get(), 0, bytes);  // the zero padding of the last panel (K1)
   int row = 0;
   for (const auto* p : parts) {
@@ -81,9 +86,8 @@ PackedMatrix pack_stored(const std::vector<const StoredMatrix*>& parts, int n) {
     m.d += p->rows;
   }
   const int fb = panel_block_bytes(m.format);
-  const size_t bytes = (static_cast<size_t>(m.panels()) * m.panel_bytes() + 63) / 64 * 64;
-  m.data.reset(static_cast<float*>(std::aligned_alloc(64, bytes)));
-  if (!m.data) throw std::bad_alloc();
+  const size_t bytes = static_cast<size_t>(m.panels()) * m.panel_bytes();
+  m.data = aligned_panel_storage(bytes);
   std::memset(m.data.get(), 0, bytes);  // the zero weights of the last panel's padding (K1)
   uint8_t* base = reinterpret_cast<uint8_t*>(m.data.get());
   const size_t sb = file_block_bytes(m.format);
