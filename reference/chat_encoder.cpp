@@ -22,6 +22,7 @@ class FixtureEncoder final : public ChatEncoder {
     return out;
   }
   std::string render(const std::vector<Token>& ids) const override { return tok::render(ids); }
+  std::string bytes(const std::vector<Token>& ids) const override { return tok::render(ids); }
   std::vector<Token> generation_prompt() const override { return {tok::kAssistant}; }
   Token end_of_turn() const override { return tok::kEnd; }
 

@@ -43,6 +43,11 @@ class ChatEncoder {
   virtual std::vector<Token> tokenize(std::string_view text) const = 0;
   /// Readable text of ids (specials as their names); for reports and `akv tokenize`.
   virtual std::string render(const std::vector<Token>& ids) const = 0;
+  /// The exact bytes of ids, as the tokenizer decodes them (specials as their names, an id
+  /// outside the vocabulary as `<|invalid N|>`), with no escaping: a token may be part of a
+  /// UTF-8 character. What a server matches stop strings on and reports as
+  /// `logprobs.content[].bytes` (spec/serving.md SV2).
+  virtual std::string bytes(const std::vector<Token>& ids) const = 0;
   /// The tokens that open the model's reply (spec/leakage.md L9): ChatML's generation prompt
   /// `<|im_start|>assistant\n` (the special token, then "assistant\n" tokenized on its own, as
   /// CT3 tokenizes a message's text); the fixture's `<|assistant|>` marker. Never empty.

@@ -32,6 +32,7 @@ ChatRequest parse_chat_request(std::string_view body) {
   if (body.size() > kMaxRequestBytes)
     bad("body", std::to_string(body.size()) + " bytes exceed the limit of " + std::to_string(kMaxRequestBytes));
   ChatRequest r;
+  r.body = std::string(body);
   r.conv = parse_conversation(body);  // IN2/IN3: depth, size, unknown and model-reaching fields
   const json j = json::parse(body);  // parse_conversation accepted it: well-formed, bounded
   if (j.contains("poisoned"))
@@ -40,6 +41,10 @@ ChatRequest parse_chat_request(std::string_view body) {
   if (j.contains("model") && !j["model"].is_null()) {
     if (!j["model"].is_string()) bad("model", "expected a string");
     r.model = j["model"].get<std::string>();
+  }
+  if (j.contains("prompt_cache_key") && !j["prompt_cache_key"].is_null()) {
+    if (!j["prompt_cache_key"].is_string()) bad("prompt_cache_key", "expected a string");
+    r.prompt_cache_key = j["prompt_cache_key"].get<std::string>();
   }
   if (j.contains("n") && !j["n"].is_null() && integer(j["n"], "n") != 1) bad("n", "only n = 1 is served");
   for (const char* f : {"max_tokens", "max_completion_tokens"})

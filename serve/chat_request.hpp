@@ -14,6 +14,7 @@
 namespace akv::serve {
 
 struct ChatRequest {
+  std::string body;             // the request's bytes, as received (the audit log holds them, SV9)
   Conversation conv;            // the messages, as every akv command reads them
   std::string model;            // "" when absent
   size_t max_tokens = 0;        // 0: not given (the server's default applies)
@@ -23,6 +24,7 @@ struct ChatRequest {
   bool include_usage = false;   // stream_options.include_usage
   bool logprobs = false;
   int top_logprobs = 0;         // [0, 20]
+  std::string prompt_cache_key; // "" when absent: the cache key that scopes reuse (SV10)
 };
 
 /// The request's limits (SV6): body size (bytes) and the conversation parser's depth (IN3).

@@ -38,6 +38,7 @@ const std::set<std::string>& top_level_ignored() {
       "source", "tags", "note", "notes", "description", "metadata", "id", "created", "created_at", "timestamp",
       "model", "user", "temperature", "top_p", "top_k", "seed", "n", "stream", "stream_options", "stop", "max_tokens",
       "max_completion_tokens", "presence_penalty", "frequency_penalty", "logit_bias", "logprobs", "top_logprobs", "store",
+      "prompt_cache_key",      // a cache key: akv serve scopes its cache by it (spec/serving.md SV10)
       "akv_counterexample"};  // a property's counterexample file: how it was found (spec/properties.md)
   return keys;
 }

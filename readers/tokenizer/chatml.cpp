@@ -67,20 +67,11 @@ class ChatmlEncoder final : public ChatEncoder {
 
   // Decoded bytes (CT4): specials as their names, an id outside the vocabulary as
   // <|invalid N|>, and a byte that is not part of valid UTF-8 as \xNN.
-  std::string render(const std::vector<Token>& ids) const override {
-    std::string bytes;
-    for (Token id : ids)
-      bytes += id >= 0 && id < tok_.vocab_size() ? tok_.decode({id}) : "<|invalid " + std::to_string(id) + "|>";
+  std::string render(const std::vector<Token>& ids) const override { return escape_invalid_utf8(bytes(ids)); }
+
+  std::string bytes(const std::vector<Token>& ids) const override {
     std::string out;
-    split_utf8(bytes, [&](std::string_view run, bool valid) {
-      if (valid) {
-        out += run;
-      } else {
-        static const char* hex = "0123456789ABCDEF";
-        const auto b = static_cast<uint8_t>(run[0]);
-        out += std::string("\\x") + hex[b >> 4] + hex[b & 15];
-      }
-    });
+    for (Token id : ids) out += id >= 0 && id < tok_.vocab_size() ? tok_.decode({id}) : "<|invalid " + std::to_string(id) + "|>";
     return out;
   }
 

@@ -56,6 +56,12 @@ class GemmaEncoder final : public ChatEncoder {
 
   Token end_of_turn() const override { return end_; }
 
+  std::string bytes(const std::vector<Token>& ids) const override {
+    std::string out;
+    for (Token id : ids) out += id >= 0 && id < tok_.vocab_size() ? tok_.decode({id}) : "<|invalid " + std::to_string(id) + "|>";
+    return out;
+  }
+
   std::string render(const std::vector<Token>& ids) const override {
     std::string out;
     for (Token id : ids) {

@@ -119,7 +119,8 @@ class TurnEncoder final : public ChatEncoder {
 
   std::vector<Token> tokenize(std::string_view text) const override { return tok_.encode(text); }
 
-  std::string render(const std::vector<Token>& ids) const override {
+  std::string render(const std::vector<Token>& ids) const override { return bytes(ids); }
+  std::string bytes(const std::vector<Token>& ids) const override {
     std::string s;
     for (Token id : ids) s += id >= 0 && id < tok_.vocab_size() ? tok_.decode(id) : "<|invalid " + std::to_string(id) + "|>";
     return s;
