@@ -12,7 +12,7 @@
 #include "optimized/cpu/isa.hpp"
 #include "readers/json_limited.hpp"
 #include "reference/error.hpp"
-#include "verify/provenance.hpp"
+#include "runtime/build_info.hpp"
 
 namespace akv::campaign {
 

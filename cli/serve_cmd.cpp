@@ -13,8 +13,8 @@
 #include "cli/shared_options.hpp"
 #include "reference/error.hpp"
 #include "serve/http_server.hpp"
-#include "verify/backends.hpp"
-#include "verify/models.hpp"
+#include "runtime/backends.hpp"
+#include "runtime/models.hpp"
 
 namespace akv::cli {
 namespace {

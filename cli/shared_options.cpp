@@ -3,7 +3,7 @@
 #include "cli/options.hpp"
 #include "optimized/cpu/isa.hpp"
 #include "optimized/cpu/thread_pool.hpp"
-#include "verify/models.hpp"
+#include "runtime/models.hpp"
 
 namespace akv::cli {
 

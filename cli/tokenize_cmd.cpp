@@ -26,7 +26,7 @@
 #include "readers/tokenizer/turn_encoder.hpp"
 #include "reference/error.hpp"
 #include "reference/strict.hpp"
-#include "verify/models.hpp"
+#include "runtime/models.hpp"
 #include "verify/witness.hpp"
 
 namespace akv::cli {

@@ -8,7 +8,7 @@
 #include <sstream>
 
 #include "optimized/cpu/isa.hpp"
-#include "verify/provenance.hpp"
+#include "runtime/build_info.hpp"
 
 extern char** environ;
 

@@ -15,9 +15,9 @@
 #include "reference/error.hpp"
 #include "serve/audit_chain.hpp"
 #include "serve/engine.hpp"
-#include "verify/backends.hpp"
-#include "verify/digest.hpp"
-#include "verify/provenance.hpp"
+#include "runtime/backends.hpp"
+#include "runtime/digest.hpp"
+#include "runtime/build_info.hpp"
 
 namespace akv::serve {
 

@@ -13,7 +13,7 @@
 #include "readers/json_limited.hpp"
 #include "reference/error.hpp"
 #include "serve/api_error.hpp"
-#include "verify/digest.hpp"
+#include "runtime/digest.hpp"
 
 namespace akv::serve {
 namespace {

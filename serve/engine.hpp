@@ -24,8 +24,8 @@
 #include "serve/guard.hpp"
 #include "serve/sampler.hpp"
 #include "serve/session_store.hpp"
-#include "verify/digest.hpp"
-#include "verify/models.hpp"
+#include "runtime/digest.hpp"
+#include "runtime/models.hpp"
 
 namespace akv::serve {
 

@@ -13,7 +13,7 @@
 #include <cstring>
 #include <thread>
 
-#include "verify/digest.hpp"
+#include "runtime/digest.hpp"
 
 extern char** environ;
 

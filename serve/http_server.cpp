@@ -10,8 +10,8 @@
 #include "readers/json_limited.hpp"
 #include "reference/error.hpp"
 #include "serve/openai_json.hpp"
-#include "verify/digest.hpp"
-#include "verify/provenance.hpp"
+#include "runtime/digest.hpp"
+#include "runtime/build_info.hpp"
 
 namespace akv::serve {
 namespace {

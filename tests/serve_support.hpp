@@ -19,7 +19,7 @@
 
 #include "serve/engine.hpp"
 #include "serve/http_server.hpp"
-#include "verify/backends.hpp"
+#include "runtime/backends.hpp"
 
 namespace akv::test_serve {
 using json = nlohmann::json;

@@ -34,7 +34,7 @@ std::pair<int, std::string> run(const std::string& cmd) {
 TEST(F1_FetchModel, PinsAgreeWithTheSpec) {
   const std::string script = read_text(akv::test::source_dir() + "/scripts/fetch-model");
   const std::string spec = read_text(akv::test::source_dir() + "/spec/gguf.md");
-  const std::string models = read_text(akv::test::source_dir() + "/verify/models.cpp");
+  const std::string models = read_text(akv::test::source_dir() + "/runtime/models.cpp");
   // Each real model: the script's pins, the spec's statement of them, and the CLI's own copy.
   struct Pin {
     const char *sha, *size, *size_text, *version;
@@ -46,7 +46,7 @@ TEST(F1_FetchModel, PinsAgreeWithTheSpec) {
     EXPECT_NE(script.find(std::string("VERSION=") + p.version + "\n"), std::string::npos) << p.version;
     EXPECT_NE(spec.find(p.sha), std::string::npos) << "spec/gguf.md F1 does not state the pinned SHA-256 " << p.sha;
     EXPECT_NE(spec.find(p.size_text), std::string::npos) << p.size_text;
-    EXPECT_NE(models.find(std::string(p.size) + ", \"" + p.sha + "\""), std::string::npos) << "verify/models.cpp pins another size or SHA-256";
+    EXPECT_NE(models.find(std::string(p.size) + ", \"" + p.sha + "\""), std::string::npos) << "runtime/models.cpp pins another size or SHA-256";
   }
 }
 

@@ -35,8 +35,8 @@
 #include "serve_support.hpp"
 #include "hostile_json.hpp"
 #include "support.hpp"
-#include "verify/backends.hpp"
-#include "verify/digest.hpp"
+#include "runtime/backends.hpp"
+#include "runtime/digest.hpp"
 
 namespace akv {
 namespace {

@@ -13,7 +13,7 @@
 #include "serve/chat_request.hpp"
 #include "serve/engine.hpp"
 #include "support.hpp"
-#include "verify/backends.hpp"
+#include "runtime/backends.hpp"
 
 namespace akv {
 namespace {

@@ -17,7 +17,7 @@
 #include "readers/tokenizer/bpe_tokenizer.hpp"
 #include "readers/tokenizer/chatml.hpp"
 #include "reference/error.hpp"
-#include "verify/models.hpp"
+#include "runtime/models.hpp"
 #include "verify/witness.hpp"
 
 using namespace akv;

@@ -1,4 +1,4 @@
-#include "verify/backends.hpp"
+#include "runtime/backends.hpp"
 
 #include "optimized/composed/composed_backend.hpp"
 #include "optimized/composed/plugin.hpp"

@@ -19,8 +19,8 @@
 #include "readers/mapped_file.hpp"
 #include "reference/error.hpp"
 #include "reference/synthetic_spec.hpp"
-#include "verify/digest.hpp"
-#include "verify/published_templates.hpp"
+#include "runtime/digest.hpp"
+#include "runtime/published_templates.hpp"
 
 namespace akv {
 

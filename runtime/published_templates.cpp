@@ -1,6 +1,6 @@
-#include "verify/published_templates.hpp"
+#include "runtime/published_templates.hpp"
 
-#include "verify/digest.hpp"
+#include "runtime/digest.hpp"
 
 namespace akv {
 
