@@ -8,9 +8,9 @@
 #include <nlohmann/json.hpp>
 #include <sys/wait.h>
 
-#include "readers/tokenizer/chatml.hpp"
-#include "readers/tokenizer/gemma_chat.hpp"
-#include "readers/tokenizer/turn_encoder.hpp"
+#include "chat/chatml.hpp"
+#include "chat/gemma_chat.hpp"
+#include "chat/turn_encoder.hpp"
 #include "readers/gguf/gguf.hpp"
 #include "readers/gguf/gguf_config.hpp"
 #include "readers/gguf/gguf_weights.hpp"
@@ -20,7 +20,7 @@
 #include "reference/error.hpp"
 #include "reference/synthetic_spec.hpp"
 #include "runtime/digest.hpp"
-#include "runtime/published_templates.hpp"
+#include "chat/published_templates.hpp"
 
 namespace akv {
 

@@ -6,7 +6,7 @@
 #include <set>
 
 #include "runtime/digest.hpp"
-#include "runtime/published_templates.hpp"
+#include "chat/published_templates.hpp"
 
 using namespace akv;
 

@@ -15,7 +15,7 @@
 #include "tests/bad_model_support.hpp"
 #include "tests/support/gguf_builder.hpp"
 #include "readers/tokenizer/bpe_tokenizer.hpp"
-#include "readers/tokenizer/chatml.hpp"
+#include "chat/chatml.hpp"
 #include "reference/error.hpp"
 #include "runtime/models.hpp"
 #include "verify/witness.hpp"

@@ -1,4 +1,4 @@
-#include "readers/tokenizer/turn_templates.hpp"
+#include "chat/turn_templates.hpp"
 
 #include <nlohmann/json.hpp>
 

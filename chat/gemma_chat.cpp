@@ -1,7 +1,7 @@
-#include "readers/tokenizer/gemma_chat.hpp"
+#include "chat/gemma_chat.hpp"
 
-#include "readers/tokenizer/chatml.hpp"
-#include "readers/tokenizer/turn_templates.hpp"
+#include "chat/chatml.hpp"
+#include "chat/turn_templates.hpp"
 #include "reference/error.hpp"
 
 namespace akv::model {

@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "readers/tokenizer/pre_tokenizer.hpp"
-#include "readers/tokenizer/turn_templates.hpp"
+#include "chat/turn_templates.hpp"
 #include "reference/error.hpp"
 
 namespace akv::model {

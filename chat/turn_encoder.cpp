@@ -1,4 +1,4 @@
-#include "readers/tokenizer/turn_encoder.hpp"
+#include "chat/turn_encoder.hpp"
 
 #include <functional>
 #include <optional>

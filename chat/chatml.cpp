@@ -1,4 +1,4 @@
-#include "readers/tokenizer/chatml.hpp"
+#include "chat/chatml.hpp"
 
 #include <nlohmann/json.hpp>
 
