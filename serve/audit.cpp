@@ -218,6 +218,7 @@ AuditReport replay_audit_log(const std::string& path, const std::string& model_o
   uint64_t seq = 1;
   std::string prev = kGenesis;
   bool signed_log = false, first = true;
+  std::string first_key;
   size_t n = 1;
   for (size_t at = 0; at < all.size(); ++n) {
     const size_t end = all.find('\n', at);
@@ -236,9 +237,14 @@ AuditReport replay_audit_log(const std::string& path, const std::string& model_o
     l.line = n;
     try {
       const json j = model::parse_json_limited(text, kAuditLineJson, {ErrorCode::kBadInput, "audit line"});
-      if (first) signed_log = j.is_object() && j.contains("sig");
+      // A pinned key means every line must be signed by it; else the first line decides, and
+      // every later line must be signed (or not) the same way, by the same key (SV9).
+      if (first) {
+        signed_log = !pinned_key.empty() || (j.is_object() && j.contains("sig"));
+        if (j.is_object() && j.contains("key") && j["key"].is_string()) first_key = j["key"].get<std::string>();
+      }
       first = false;
-      l.why = check_chain_line(text, j, seq, prev, pinned_key, signed_log);
+      l.why = check_chain_line(text, j, seq, prev, pinned_key.empty() ? first_key : pinned_key, signed_log);
       if (l.why.empty()) {
         bool replayed = false;
         l.why = check_line(j, engines, model_override, n, flags, last, replayed);

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <openssl/pem.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -114,6 +115,13 @@ AuditChainWriter::AuditChainWriter(std::string path, const std::string& key_file
     throw Error(ErrorCode::kBadInput, "--audit-log " + path_ + ": its last line has no chain fields (a log of an older akv: start a new file)");
   seq_ = j["seq"].get<uint64_t>();
   prev_ = sha256_hex(last);
+  // The log goes on signed as it began, by the same key: a switch would make it unverifiable.
+  const std::string logged_key = j.contains("key") && j["key"].is_string() ? j["key"].get<std::string>() : "";
+  if (logged_key != pub_hex_)
+    throw Error(ErrorCode::kBadInput, "--audit-log " + path_ + ": its lines are " +
+                                          (logged_key.empty() ? std::string("not signed") : "signed by key " + logged_key.substr(0, 16) + "…") +
+                                          (pub_hex_.empty() ? ", and no --audit-key is given" : ", and --audit-key is key " + pub_hex_.substr(0, 16) + "…") +
+                                          ": start a new log, or give the same key");
 }
 
 AuditChainWriter::~AuditChainWriter() { EVP_PKEY_free(key_); }
@@ -135,8 +143,13 @@ void AuditChainWriter::append(json line) {
     text.pop_back();  // the closing brace: the signature is the last member
     text += ",\"sig\":\"" + hex(sig, n) + "\"}";
   }
-  FILE* f = std::fopen(path_.c_str(), "a+b");
-  if (f == nullptr) throw audit_log_failed("--audit-log " + path_ + ": cannot open for append");
+  // Created readable by its owner only: it holds every request's bytes.
+  const int fd = ::open(path_.c_str(), O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+  FILE* f = fd < 0 ? nullptr : ::fdopen(fd, "a+b");
+  if (f == nullptr) {
+    if (fd >= 0) ::close(fd);
+    throw audit_log_failed("--audit-log " + path_ + ": cannot open for append");
+  }
   // A log whose last line a kill cut (no newline): this line starts on a line of its own.
   bool cut = false;
   if (std::fseek(f, -1, SEEK_END) == 0) cut = std::fgetc(f) != '\n';
@@ -161,7 +174,8 @@ std::string check_chain_line(const std::string& text, const json& line, uint64_t
   if (!has_sig) return "";
   if (!line.contains("key") || !line["key"].is_string()) return "signed but names no key";
   const std::string key = line["key"].get<std::string>();
-  if (!pinned_key.empty() && key != pinned_key) return "signed by key " + key.substr(0, 16) + "…, not the pinned one (" + pinned_key.substr(0, 16) + "…)";
+  if (!pinned_key.empty() && key != pinned_key)
+    return "signed by key " + key.substr(0, 16) + "…, not " + pinned_key.substr(0, 16) + "… (the pinned key, or the first line's)";
   std::string bytes, sig_hex;
   std::vector<unsigned char> raw, sig;
   if (!signed_bytes(text, bytes, sig_hex) || !unhex(sig_hex, sig) || !unhex(key, raw) || raw.size() != 32) return "the signature or key is malformed";

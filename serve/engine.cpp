@@ -205,14 +205,16 @@ std::shared_ptr<Generation> Engine::submit(ChatRequest req, const std::string& s
   g->guard_flags_.assign(n, false);
   for (size_t i = 0; i < n; ++i) {
     g->keys_.push_back(message_key(req.conv.messages[i]));
-    if (guard_.active() && req.conv.messages[i].role == "tool" && guard_.flags(req.conv.messages[i].content)) {
+    if (guard_.active() && req.conv.messages[i].role == "tool" && guard_.flags(req.conv.messages[i].content, scope)) {
       g->guard_flags_[i] = true;
       g->enc_drops_.insert(i);
     }
   }
   // Rendered here, off the scheduler; again at admission only if the session's flags drop more.
+  // The context is checked on the request as it will be computed (SV6): here when no session is
+  // named (an anonymous request is given no session with flags), at admission otherwise.
   Rendered r = render_without(*lm_.encoder, req.conv, g->enc_drops_);
-  check_context(r.tokens, lm_.encoder->generation_prompt().size(), g->enc_drops_.size(), lm_);
+  if (session_id.empty()) check_context(r.tokens, lm_.encoder->generation_prompt().size(), g->enc_drops_.size(), lm_);
   g->spans_ = std::move(r.spans);
   g->span_message_ = std::move(r.message);
   if (req.max_tokens == 0) req.max_tokens = opt_.default_max_tokens;
@@ -298,26 +300,32 @@ EvictResult Engine::evict_now(const EvictRequest& r) {
   EvictResult out;
   out.flagged.assign(named.begin(), named.end());
   for (size_t i : named) out.flagged_keys.push_back(s->keys[i]);
-  if (const AuditSink a = audit_sink()) {  // logged before the session changes: a failed write changes nothing
+  std::set<std::string> flagged = s->flagged;
+  for (size_t i : named) flagged.insert(s->keys[i]);
+  std::set<size_t> drops;
+  for (size_t i = 0; i < n; ++i)
+    if (flagged.count(s->keys[i])) drops.insert(i);
+  if (drops.size() == n)
+    throw Error(ErrorCode::kBadInput, "evicting these would flag every message of the session's last request: what is left is an "
+                                      "empty request, which a cold server refuses (spec/serving.md SV3)");
+  // The last request rendered again without every flagged message; the cache follows it (O3).
+  Rendered want;
+  if (s->session) {
+    want = render_without(*lm_.encoder, s->last, drops);
+    check_context(want.tokens, lm_.encoder->generation_prompt().size(), drops.size(), lm_);
+  }
+  if (const AuditSink a = audit_sink()) {  // logged once it is sure to happen, before the session changes
     AuditEvent ev{"evict", r.scope, r.session};
     ev.flagged = &out.flagged;
     ev.flagged_keys = &out.flagged_keys;
     a(ev);
   }
-  std::set<std::string> flagged = s->flagged;
-  for (size_t i : named) flagged.insert(s->keys[i]);
   if (!s->session) {  // the budget dropped the cache: the flags are all there is to change
     s->flagged = std::move(flagged);
     out.cached = false;
     store_.release(s);
     return out;
   }
-  // The last request rendered again without every flagged message; the cache follows it (O3).
-  std::set<size_t> drops;
-  for (size_t i = 0; i < n; ++i)
-    if (flagged.count(s->keys[i])) drops.insert(i);
-  const Rendered want = render_without(*lm_.encoder, s->last, drops);
-  check_context(want.tokens, lm_.encoder->generation_prompt().size(), drops.size(), lm_);
   const SyncPlan plan = plan_sync(s->spans, want.spans);
   if (!plan.evict.empty()) {
     std::vector<SpanId> spans;
@@ -428,16 +436,23 @@ void Engine::prepare(const std::shared_ptr<Generation>& g) {
   std::set<size_t> drops = g->enc_drops_;
   for (size_t i = 0; i < g->keys_.size(); ++i)
     if (s->flagged.count(g->keys_[i])) drops.insert(i);
+  if (!g->keys_.empty() && drops.size() == g->keys_.size())  // session unchanged yet
+    throw Error(ErrorCode::kBadInput, "every message of the request is flagged for eviction: what is left is an empty request, "
+                                      "which a cold server refuses (spec/serving.md SV3)");
   if (drops != g->enc_drops_) {
     Rendered r = render_without(*lm_.encoder, g->req_.conv, drops);
-    check_context(r.tokens, lm_.encoder->generation_prompt().size(), drops.size(), lm_);  // session unchanged yet
     g->spans_ = std::move(r.spans);
     g->span_message_ = std::move(r.message);
   }
+  size_t tokens = 0;
+  for (const auto& sp : g->spans_) tokens += sp.size();
+  check_context(tokens, lm_.encoder->generation_prompt().size(), drops.size(), lm_);  // session unchanged yet
+  // The guard's new flags join the session when the reply completes and is logged (SV9): a
+  // request that is never answered changes no flag.
   for (size_t i = 0; i < g->keys_.size(); ++i)
     if (g->guard_flags_[i] && !s->flagged.count(g->keys_[i])) {
       st.guarded.push_back(i);
-      s->flagged.insert(g->keys_[i]);
+      g->new_flags_.push_back(g->keys_[i]);
     }
   st.dropped.assign(drops.begin(), drops.end());
   const SyncPlan plan = plan_sync(s->spans, g->spans_);
@@ -450,10 +465,6 @@ void Engine::prepare(const std::shared_ptr<Generation>& g) {
     st.evicted_tokens = e.tokens_evicted;
   }
   st.reused_tokens = s->session->size() - st.recomputed_tokens;
-  s->last = g->req_.conv;
-  s->keys = g->keys_;
-  s->tool_call_ids.clear();
-  for (const Message& m : g->req_.conv.messages) s->tool_call_ids.push_back(m.role == "tool" ? m.tool_call_id : "");
   s->span_message.assign(g->span_message_.begin(), g->span_message_.begin() + static_cast<std::ptrdiff_t>(s->spans.size()));
   g->todo_.assign(g->spans_.begin() + static_cast<std::ptrdiff_t>(plan.first_new), g->spans_.end());
   g->todo_next_ = 0;
@@ -594,7 +605,30 @@ void Engine::on_logits(const std::shared_ptr<Generation>& g, std::span<const flo
 
 void Engine::complete(const std::shared_ptr<Generation>& g, std::exception_ptr err) {
   if (g->done_) return;
+  Reply& r = g->reply_;
+  if (!err && g->logits_hash_) r.stats.logits_sha256 = g->logits_hash_->hex();
+  const AuditSink a = err || r.cancelled || !g->session_ ? AuditSink() : audit_sink();
+  if (a) {
+    // Written before the reply is complete, in the order of the engine's events (SV9).
+    try {
+      AuditEvent ev{"chat", g->scope_, r.stats.session};
+      ev.request = &g->req_;
+      ev.reply = &r;
+      a(ev);
+    } catch (...) {
+      err = std::current_exception();
+    }
+  }
   if (ServedSession* s = g->session_) {
+    if (!err && !r.cancelled) {
+      // The reply is complete (and logged): its request is the session's last, its guard's
+      // verdicts the session's flags (SV3, SV9).
+      s->flagged.insert(g->new_flags_.begin(), g->new_flags_.end());
+      s->last = g->req_.conv;
+      s->keys = g->keys_;
+      s->tool_call_ids.clear();
+      for (const Message& m : g->req_.conv.messages) s->tool_call_ids.push_back(m.role == "tool" ? m.tool_call_id : "");
+    }
     // The generated tokens leave the cache: the session holds the request's spans only (the
     // generation span is the last one, so this truncates and recomputes nothing).
     try {
@@ -606,7 +640,6 @@ void Engine::complete(const std::shared_ptr<Generation>& g, std::exception_ptr e
     store_.release(s);
     g->session_ = nullptr;
   }
-  Reply& r = g->reply_;
   // What the stream held back (a tail that could still have become a stop string, a partial
   // UTF-8 sequence) is final now: the last event carries it (SV2).
   if (!err && !r.cancelled && r.text.size() > g->emitted_.size() && r.text.compare(0, g->emitted_.size(), g->emitted_) == 0) {
@@ -614,19 +647,6 @@ void Engine::complete(const std::shared_ptr<Generation>& g, std::exception_ptr e
     ev.delta = r.text.substr(g->emitted_.size());
     g->emitted_ = r.text;
     g->push(std::move(ev));
-  }
-  if (!err && g->logits_hash_) r.stats.logits_sha256 = g->logits_hash_->hex();
-  const AuditSink a = err || r.cancelled ? AuditSink() : audit_sink();
-  if (a) {
-    // Written before the reply is complete, in the order of the engine's events (SV9).
-    try {
-      AuditEvent ev{"chat", g->scope_, r.stats.session};
-      ev.request = &g->req_;
-      ev.reply = &r;
-      a(ev);
-    } catch (...) {
-      err = std::current_exception();
-    }
   }
   g->finish(err);
 }

@@ -123,6 +123,7 @@ class Generation {
   std::string scope_, session_hint_;
   std::vector<std::string> keys_;          // message_key of each message
   std::vector<bool> guard_flags_;          // per message: the guard flagged it (taken at submit)
+  std::vector<std::string> new_flags_;     // keys the guard flags in this request; the session's when the reply completes
   std::set<size_t> enc_drops_;             // the messages enc_ was rendered without
   std::vector<std::vector<Token>> spans_;  // the request's spans without enc_drops_ (preamble first when any)
   std::vector<int> span_message_;          // message index of each span (-1: the preamble)

@@ -47,7 +47,7 @@ bool same_key(const std::string& a, const std::string& b) {
 // safe in a header, a path, a JSON string and a log line (SV3). An empty one is refused too.
 std::string checked_id(const std::string& id, const std::string& where) {
   bool ok = !id.empty() && id.size() <= 128;
-  for (const char c : id) ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || std::strchr("._:@-", c) != nullptr);
+  for (const char c : id) ok = ok && c != '\0' && (std::isalnum(static_cast<unsigned char>(c)) || std::strchr("._:@-", c) != nullptr);
   if (!ok) throw Error(ErrorCode::kBadInput, where + ": an id is 1 to 128 of A-Z a-z 0-9 . _ : @ - (got " + std::to_string(id.size()) + " bytes)");
   return id;
 }
@@ -69,9 +69,20 @@ std::string percent_decoded(const std::string& s) {
 
 // A POST body must say it is JSON: another type would be read as something it does not claim to be.
 void require_json(const HttpRequest& req) {
-  const std::string* t = req.header("content-type");
-  if (t == nullptr || t->rfind("application/json", 0) != 0 || (t->size() > 16 && (*t)[16] != ';' && (*t)[16] != ' '))
+  const std::string* h = req.header("content-type");
+  std::string t = h == nullptr ? "" : *h;
+  for (char& c : t) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));  // media types are case-insensitive
+  if (t.rfind("application/json", 0) != 0 || (t.size() > 16 && t[16] != ';' && t[16] != ' '))
     throw ApiError(415, "invalid_request_error", "unsupported_media_type", kJsonOnly);
+}
+
+// The credentials of `Authorization: Bearer KEY`; the scheme is case-insensitive (RFC 9110 section 11.1).
+std::string bearer_token(const HttpRequest& req) {
+  const std::string* h = req.header("authorization");
+  if (h == nullptr || h->size() < 7) return "";
+  std::string scheme = h->substr(0, 7);
+  for (char& c : scheme) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return scheme == "bearer " ? h->substr(7) : "";
 }
 
 // Decrements the in-flight count when the handler ends (its last byte written or the client gone).
@@ -102,8 +113,7 @@ struct HttpServer::Api {
   /// key (never the key). Empty when the request carries no valid key.
   std::string caller(const HttpRequest& req) const {
     if (opt.api_keys.empty()) return "local";
-    const std::string* h = req.header("authorization");
-    const std::string given = h != nullptr && h->rfind("Bearer ", 0) == 0 ? h->substr(7) : "";
+    const std::string given = bearer_token(req);
     std::string who;
     for (const std::string& k : opt.api_keys)  // every key compared, in constant time each
       if (same_key(given, k)) who = "key:" + sha256_hex(k).substr(0, 16);
@@ -165,6 +175,12 @@ struct HttpServer::Api {
     }
     if (req.path == "/v1/chat/completions") {
       if (m != "POST") return method_not_allowed("POST");
+      // A full engine answers at once, never from behind the requests it holds (SV6, SV13).
+      if (engine.load() >= static_cast<size_t>(engine.options().parallel) + engine.options().queue) {
+        out.response = error_response(queue_full(fmt::format("the engine holds {} requests (--parallel {}, --queue {}); retry later",
+                                                             engine.load(), engine.options().parallel, engine.options().queue)));
+        return out;
+      }
       return handler(&Api::chat_completions);
     }
     if (req.path == "/v1/sessions") {
@@ -372,7 +388,7 @@ HttpServer::HttpServer(Engine& engine, ServerOptions opt) : api_(std::make_uniqu
   t.port = opt.port;
   t.request_timeout_s = opt.read_timeout_s;
   t.write_timeout_s = opt.write_timeout_s;
-  t.workers = opt.threads;
+  t.workers = opt.threads != 0 ? opt.threads : static_cast<size_t>(engine.options().parallel) + engine.options().queue + 16;
   t.max_connections = opt.max_connections;
   t.max_connections_per_peer = opt.max_connections_per_peer;
   t.max_body_bytes = kMaxRequestBytes;

@@ -22,7 +22,9 @@ struct ServerOptions {
   std::string audit_key;           // a PEM Ed25519 private key: sign each audit line (SV9); "" none
   int read_timeout_s = 30;         // a whole request must arrive within this (SV13)
   int write_timeout_s = 30;        // a client that does not read for this long is dropped
-  size_t threads = 64;             // handler threads (requests waiting on the engine)
+  /// Handler threads; 0: the engine's --parallel + --queue + 16, so that every request the engine
+  /// may hold has one and cheap routes are never queued behind them (SV13).
+  size_t threads = 0;
   size_t max_connections = 512;
   size_t max_connections_per_peer = 32;
 };

@@ -9,7 +9,8 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <cerrno>
-#include <future>
+#include <cstring>
+#include <deque>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -45,6 +46,7 @@ HttpRequest to_request(const http::request<http::string_body>& r, const std::str
   for (const auto& f : r) q.headers.emplace_back(lower(std::string(f.name_string())), std::string(f.value()));
   q.body = r.body();
   q.peer = peer;
+  q.version = r.version();
   return q;
 }
 }  // namespace
@@ -69,6 +71,13 @@ std::pair<int, std::string> check_framing(const HttpRequest& head) {
     if (head.count("content-length") > 0) return {400, "Transfer-Encoding with Content-Length: the framing is ambiguous (RFC 9112 section 6.1)"};
   }
   if (head.count("host") > 1) return {400, "Host: sent more than once (RFC 9112 section 3.2)"};
+  if (head.version >= 11 && head.count("host") == 0) return {400, "Host: missing (an HTTP/1.1 request needs one, RFC 9112 section 3.2)"};
+  if (const std::string* h = head.header("host")) {
+    // uri-host [ ":" port ]: no whitespace, control byte, '/', '?', '#' or '@' (RFC 3986 section 3.2).
+    for (const char c : *h)
+      if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7F || std::strchr("/?#@\\\"<>{}|^`", c) != nullptr)
+        return {400, "Host: not a host[:port] (RFC 9112 section 3.2)"};
+  }
   return {0, ""};
 }
 
@@ -103,16 +112,19 @@ struct HttpTransport::Impl {
   TransportOptions opt;
   Router router;
   ErrorPage error_page;
-  net::io_context ioc;
-  std::optional<net::executor_work_guard<net::io_context::executor_type>> guard;
-  tcp::acceptor acceptor{ioc};
-  net::thread_pool workers;
   std::atomic<bool> stopping{false};
   std::once_flag stop_once;
 
   mutable std::mutex mu;  // guards the two below
   std::map<std::string, size_t> per_peer;
   std::map<const void*, std::weak_ptr<void>> live;  // open connections (Connection), by address
+
+  // Declared after what a Connection's destructor uses: the io_context goes first, and with it
+  // the handlers it still holds, while the counts they update are alive.
+  net::io_context ioc;
+  std::optional<net::executor_work_guard<net::io_context::executor_type>> guard;
+  tcp::acceptor acceptor{ioc};
+  net::thread_pool workers;
 
   Impl(TransportOptions o, Router r, ErrorPage e)
       : opt(std::move(o)), router(std::move(r)), error_page(std::move(e)), guard(net::make_work_guard(ioc)), workers(opt.workers) {}
@@ -149,57 +161,43 @@ class Connection : public std::enable_shared_from_this<Connection>, public Excha
     });
   }
 
-  // ---- Exchange (the worker's side)
+  // ---- Exchange (the worker's side): each call queues its bytes on the strand and returns at
+  // once, so a client that reads slowly holds its connection, never a handler thread (SV13).
 
   bool respond(const HttpResponse& r) override {
     answered_ = true;
     auto res = std::make_shared<http::response<http::string_body>>(make_response(r));
-    close_after_ = close_after_ || r.close;
-    return on_strand([this, res](std::function<void(bool)> done) {
-      stream_.expires_after(std::chrono::seconds(t_.opt.write_timeout_s));
-      http::async_write(stream_, *res, [this, res, done](beast::error_code ec, size_t) {
-        stream_.expires_never();
-        done(!ec);
-      });
+    if (r.close) close_after_ = true;
+    return enqueue(res->body().size(), [this, res](Done done) {
+      http::async_write(stream_, *res, [res, done](beast::error_code ec, size_t) { done(!ec); });
     });
   }
 
   bool begin_stream(const std::string& content_type, const std::vector<std::pair<std::string, std::string>>& headers) override {
     answered_ = true;
-    head_ = std::make_unique<http::response<http::empty_body>>(http::status::ok, version_);
-    head_->set(http::field::content_type, content_type);
-    head_->set(http::field::cache_control, "no-cache");
-    for (const auto& [k, v] : headers) head_->set(k, v);
-    head_->keep_alive(keep_alive_);
-    head_->chunked(true);
-    serializer_ = std::make_unique<http::response_serializer<http::empty_body>>(*head_);
-    return on_strand([this](std::function<void(bool)> done) {
-      stream_.expires_after(std::chrono::seconds(t_.opt.write_timeout_s));
-      http::async_write_header(stream_, *serializer_, [this, done](beast::error_code ec, size_t) {
-        stream_.expires_never();
-        done(!ec);
-      });
+    auto head = std::make_shared<http::response<http::empty_body>>(http::status::ok, version_);
+    head->set(http::field::content_type, content_type);
+    head->set(http::field::cache_control, "no-cache");
+    for (const auto& [k, v] : headers) head->set(k, v);
+    head->keep_alive(keep_alive_);
+    head->chunked(true);
+    auto sr = std::make_shared<http::response_serializer<http::empty_body>>(*head);
+    return enqueue(0, [this, head, sr](Done done) {
+      http::async_write_header(stream_, *sr, [head, sr, done](beast::error_code ec, size_t) { done(!ec); });
     });
   }
 
   bool write(std::string_view chunk) override {
     if (chunk.empty()) return true;  // an empty chunk would end the stream
-    return on_strand([this, chunk](std::function<void(bool)> done) {
-      stream_.expires_after(std::chrono::seconds(t_.opt.write_timeout_s));
-      net::async_write(stream_, http::make_chunk(net::buffer(chunk.data(), chunk.size())), [this, done](beast::error_code ec, size_t) {
-        stream_.expires_never();
-        done(!ec);
-      });
+    auto data = std::make_shared<std::string>(chunk);
+    return enqueue(data->size(), [this, data](Done done) {
+      net::async_write(stream_, http::make_chunk(net::buffer(*data)), [data, done](beast::error_code ec, size_t) { done(!ec); });
     });
   }
 
   void end() override {
-    on_strand([this](std::function<void(bool)> done) {
-      stream_.expires_after(std::chrono::seconds(t_.opt.write_timeout_s));
-      net::async_write(stream_, http::make_chunk_last(), [this, done](beast::error_code ec, size_t) {
-        stream_.expires_never();
-        done(!ec);
-      });
+    enqueue(0, [this](Done done) {
+      net::async_write(stream_, http::make_chunk_last(), [done](beast::error_code ec, size_t) { done(!ec); });
     });
   }
 
@@ -213,22 +211,66 @@ class Connection : public std::enable_shared_from_this<Connection>, public Excha
     if (now) f();
   }
 
- private:
-  // Runs `op` on the strand and waits until it calls its completion; false when the client is
-  // gone or the transport stops.
-  bool on_strand(std::function<void(std::function<void(bool)>)> op) {
-    if (is_gone() || t_.stopping) return false;
-    auto p = std::make_shared<std::promise<bool>>();
-    std::future<bool> f = p->get_future();
-    net::post(stream_.get_executor(), [self = shared_from_this(), op, p] {
-      op([p](bool ok) { p->set_value(ok); });
+  /// The handler returned (on its worker thread): the exchange ends when its bytes are out.
+  void handler_done() {
+    net::post(stream_.get_executor(), [self = shared_from_this()] {
+      self->handler_done_ = true;
+      self->maybe_finish();
     });
-    const bool ok = f.get();
-    if (!ok) {
+  }
+
+ private:
+  using Done = std::function<void(bool)>;
+  using Op = std::function<void(Done)>;
+  // A response may hold this many bytes not yet written before its client is dropped as too
+  // slow (a stream that outruns its reader).
+  static constexpr size_t kMaxQueued = size_t{8} << 20;
+
+  // Queues `op` (which writes `bytes` of body) after the ones before it; false when the client
+  // is gone, the transport stops, or the client has fallen too far behind.
+  bool enqueue(size_t bytes, Op op) {
+    if (is_gone() || t_.stopping) return false;
+    if (queued_ += bytes; queued_ > kMaxQueued) {
       write_failed_ = true;
       close();
+      return false;
     }
-    return ok;
+    net::post(stream_.get_executor(), [self = shared_from_this(), bytes, op = std::move(op)]() mutable {
+      self->ops_.push_back({bytes, std::move(op)});
+      self->pump();
+    });
+    return true;
+  }
+
+  // Runs the queued writes one after the other, each under --timeout (SV13).
+  void pump() {
+    if (writing_ || ops_.empty()) return maybe_finish();
+    if (is_gone()) {
+      ops_.clear();
+      return maybe_finish();
+    }
+    writing_ = true;
+    auto [bytes, op] = std::move(ops_.front());
+    ops_.pop_front();
+    stream_.expires_after(std::chrono::seconds(t_.opt.write_timeout_s));
+    op([self = shared_from_this(), bytes = bytes](bool ok) {
+      self->stream_.expires_never();
+      self->writing_ = false;
+      self->queued_ -= bytes;
+      if (!ok) {
+        self->write_failed_ = true;
+        self->ops_.clear();
+        self->shutdown();
+      }
+      self->pump();
+    });
+  }
+
+  void maybe_finish() {
+    if (handler_done_ && !writing_ && ops_.empty() && !finished_) {
+      finished_ = true;
+      after_handler();
+    }
   }
 
   bool is_gone() {
@@ -363,6 +405,8 @@ class Connection : public std::enable_shared_from_this<Connection>, public Excha
     close_after_ = false;
     write_failed_ = false;
     answered_ = false;
+    handler_done_ = false;
+    finished_ = false;
     auto self = shared_from_this();
     net::post(t_.workers, [self, req = std::move(req), h = std::move(routed.handler)] {
       try {
@@ -371,7 +415,7 @@ class Connection : public std::enable_shared_from_this<Connection>, public Excha
         if (!self->answered_) self->respond(self->t_.error_page(500, "internal", e.what()));
       }
       if (!self->answered_) self->respond(self->t_.error_page(500, "internal", "the handler gave no answer"));
-      net::post(self->stream_.get_executor(), [self] { self->after_handler(); });
+      self->handler_done();
     });
   }
 
@@ -386,16 +430,12 @@ class Connection : public std::enable_shared_from_this<Connection>, public Excha
         char c;
         const ssize_t n = ::recv(self->stream_.socket().native_handle(), &c, 1, MSG_PEEK | MSG_DONTWAIT);
         if (n > 0 || (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))) return;
-        // End of stream after pipelined requests: a client that half-closed, not one that left.
-        if (n == 0 && self->buffer_.size() > 0) return;
       }
-      self->client_gone();
+      self->client_gone();  // end of stream or an error: the client left, pipelined requests or not
     });
   }
 
   void after_handler() {
-    head_.reset();
-    serializer_.reset();
     if (watching_) {
       beast::error_code ec;
       stream_.socket().cancel(ec);
@@ -415,10 +455,11 @@ class Connection : public std::enable_shared_from_this<Connection>, public Excha
   bool keep_alive_ = true;
   bool watching_ = false;
   std::atomic<bool> close_after_{false}, write_failed_{false}, answered_{false};
+  std::atomic<size_t> queued_{0};                        // body bytes queued, not yet written
+  std::deque<std::pair<size_t, Op>> ops_;               // the strand's queue of writes
+  bool writing_ = false, handler_done_ = false, finished_ = false;
   std::array<char, 16384> drain_{};
   size_t drained_ = 0;
-  std::unique_ptr<http::response<http::empty_body>> head_;
-  std::unique_ptr<http::response_serializer<http::empty_body>> serializer_;
   std::mutex gone_mu_;
   bool gone_ = false;
   std::vector<std::function<void()>> gone_callbacks_;

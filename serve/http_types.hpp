@@ -17,6 +17,7 @@ struct HttpRequest {
   std::vector<std::pair<std::string, std::string>> headers;  // names lower-case, in order
   std::string body;
   std::string peer;  // the client's address
+  unsigned version = 11;  // HTTP/1.1: 11, HTTP/1.0: 10
   /// The value of the first header `name` (lower-case), nullptr when none.
   const std::string* header(std::string_view name) const {
     for (const auto& [k, v] : headers)

@@ -66,8 +66,9 @@ ServedSession* SessionStore::create(Backend& backend, const std::string& scope, 
     fresh->scope = scope;
     fresh->named = !id.empty();
     fresh->id = id;
-    if (id.empty()) {
-      do fresh->id = fmt::format("s{:06}", next_id_++);
+    if (id.empty()) {  // counted per scope: an id says nothing of another caller's requests (SV10)
+      uint64_t& next = next_id_[scope];
+      do fresh->id = fmt::format("s{:06}", ++next);
       while (sessions_.count({scope, fresh->id}));
     }
     s = fresh.get();
@@ -134,15 +135,27 @@ void SessionStore::enforce() {
     gone.span_message.clear();
     gone.last = {};
   }
-  // The records (SV12): those without flags go first, then those with (their flags with them).
-  size_t bytes = record_bytes();
-  while (sessions_.size() > lim_.max_sessions || bytes > lim_.record_bytes) {
-    It it = oldest([](const ServedSession& s) { return s.flagged.empty(); });
-    if (it == sessions_.end()) it = oldest([](const ServedSession&) { return true; });
-    if (it == sessions_.end()) break;
-    bytes -= it->second->record_bytes();
-    sessions_.erase(it);
+  // The records (SV12), bounded per caller (the scope up to its '/'): one caller's sessions
+  // never push out another's flags. Those without flags go first, then those with.
+  std::map<std::string, std::pair<size_t, size_t>> use;  // caller -> (records, bytes)
+  for (const auto& [k, s] : sessions_) {
+    auto& u = use[caller_of(k.first)];
+    ++u.first;
+    u.second += s->record_bytes();
+  }
+  for (auto& [caller, u] : use) {
+    while (u.first > lim_.max_sessions || u.second > lim_.record_bytes) {
+      auto mine = [&](const ServedSession& s) { return caller_of(s.scope) == caller; };
+      It it = oldest([&](const ServedSession& s) { return mine(s) && s.flagged.empty(); });
+      if (it == sessions_.end()) it = oldest(mine);
+      if (it == sessions_.end()) break;
+      --u.first;
+      u.second -= it->second->record_bytes();
+      sessions_.erase(it);
+    }
   }
 }
+
+std::string caller_of(const std::string& scope) { return scope.substr(0, scope.find('/')); }
 
 }  // namespace akv::serve

@@ -53,8 +53,11 @@ struct SyncPlan {
 /// `have` in order, keep a span when it equals the next wanted one, evict it otherwise.
 SyncPlan plan_sync(const std::vector<std::vector<Token>>& have, const std::vector<std::vector<Token>>& want);
 
-/// The bounds of a store (SV12): K/V bytes of idle caches; records (sessions known, cached or
-/// not) by count and by bytes.
+/// The caller of a scope (SV10): the scope up to its '/' (its cache key after it).
+std::string caller_of(const std::string& scope);
+
+/// The bounds of a store (SV12): K/V bytes of idle caches (all callers); records (sessions
+/// known, cached or not) by count and by bytes, per caller.
 struct StoreLimits {
   size_t cache_bytes = size_t{2} << 30;
   size_t max_sessions = 4096;
@@ -93,7 +96,8 @@ class SessionStore {
   void enforce();
   StoreLimits lim_;
   size_t per_token_;
-  uint64_t clock_ = 0, next_id_ = 1;
+  uint64_t clock_ = 0;
+  std::map<std::string, uint64_t> next_id_;  // per scope: the last anonymous session id given
   std::map<std::pair<std::string, std::string>, std::unique_ptr<ServedSession>> sessions_;
 };
 

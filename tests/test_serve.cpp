@@ -438,6 +438,18 @@ TEST(SV7_Guard, TheCommandSeesTheWholeResultAndMayIgnoreIt) {
   EXPECT_THROW(serve::Guard({{}, "exit 0", 0}), Error);
 }
 
+TEST(SV10_Scope, TheGuardCommandsVerdictsAreKeptPerScope) {
+  // A command that counts its runs: one caller's verdict is never another's (nor its timing).
+  const fs::path count = fs::temp_directory_path() / ("akv_guard_runs_" + std::to_string(getpid()));
+  fs::remove(count);
+  serve::Guard g({{}, "echo x >> '" + count.string() + "'; exit 0", 5});
+  EXPECT_FALSE(g.flags("result", "key:a/"));
+  EXPECT_FALSE(g.flags("result", "key:a/"));  // kept: no second run
+  EXPECT_FALSE(g.flags("result", "key:b/"));  // another scope: its own run
+  EXPECT_EQ(test::slurp(count.string()), "x\nx\n");
+  fs::remove(count);
+}
+
 // ---- SV5: logprobs are of the model's distribution; greedy draws the top one
 
 TEST(SV5_Logprobs, GreedyTokensAreTheirOwnTopLogprob) {

@@ -7,6 +7,7 @@
 #include <openssl/pem.h>
 
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -14,6 +15,7 @@
 
 #include "cli_support.hpp"
 #include "serve/audit.hpp"
+#include "runtime/digest.hpp"
 #include "serve/audit_chain.hpp"
 #include "serve_support.hpp"
 #include "support.hpp"
@@ -140,6 +142,101 @@ TEST(SV9_Binding, EmptyingTheDroppedOrTheGuardedMessagesOfALineFailsIt) {
     ASSERT_EQ(r.lines.size(), 1u);
     EXPECT_NE(r.lines[0].why.find("message 2 is listed as"), std::string::npos) << emptied << ": " << r.lines[0].why;
   }
+  fs::remove(log);
+}
+
+}  // namespace
+}  // namespace akv
+
+namespace akv {
+namespace {
+
+std::string rechain(std::vector<std::string>& ls, const std::function<void(json&)>& edit) {
+  std::string prev = serve::kGenesis;
+  for (std::string& l : ls) {
+    json j = json::parse(l);
+    edit(j);
+    j["prev_sha256"] = prev;
+    l = j.dump();
+    prev = sha256_hex(l);
+  }
+  return prev;
+}
+
+TEST(SV9_Chain, APinnedKeyRequiresEveryLineSignedByIt) {
+  const fs::path log = temp("pinned.jsonl"), priv = temp("pkey.pem"), pub = temp("ppub.pem");
+  fs::remove(log);
+  write_key(priv, pub);
+  serve::ServerOptions so;
+  so.audit_log = log.string();
+  so.audit_key = priv.string();
+  {
+    TestServer s({}, so);
+    ASSERT_EQ(post(s, request_of(kHistory)).status, 200);
+    ASSERT_EQ(post(s, request_of(json::array({kHistory[0]}))).status, 200);
+  }
+  std::vector<std::string> ls = lines_of(log);
+  const std::string key = serve::ed25519_public_key_hex(pub.string());
+  ASSERT_TRUE(serve::replay_audit_log(log.string(), "", key).passed());
+  // Signatures and keys stripped, the chain redone: an unsigned log, which the pin refuses.
+  rechain(ls, [](json& j) {
+    j.erase("sig");
+    j.erase("key");
+  });
+  write_lines(log, ls);
+  EXPECT_TRUE(serve::replay_audit_log(log.string()).passed());  // unpinned: a consistent unsigned log
+  const serve::AuditReport r = serve::replay_audit_log(log.string(), "", key);
+  EXPECT_EQ(r.first_failure(), 1u);
+  EXPECT_EQ(test::run_akv({"audit", log.string(), "--audit-pubkey", pub.string()}).code, 1);
+  for (const fs::path& p : {log, priv, pub}) fs::remove(p);
+}
+
+TEST(SV9_Chain, AServerRefusesToGoOnWithAnotherKeyAndItsLogIsItsOwnToRead) {
+  const fs::path log = temp("switch.jsonl"), priv = temp("skey.pem"), pub = temp("spub.pem");
+  fs::remove(log);
+  write_key(priv, pub);
+  serve::ServerOptions so;
+  so.audit_log = log.string();
+  {
+    TestServer s({}, so);  // unsigned
+    ASSERT_EQ(post(s, request_of(kHistory)).status, 200);
+  }
+  EXPECT_EQ(fs::status(log).permissions() & (fs::perms::group_all | fs::perms::others_all), fs::perms::none);
+  so.audit_key = priv.string();
+  LoadedModel lm = load_model("tiny", 1);
+  serve::Engine e(lm, make_backend("cpu", lm.model, {}), {});
+  EXPECT_THROW(serve::HttpServer(e, so), Error);
+  for (const fs::path& p : {log, priv, pub}) fs::remove(p);
+}
+
+// A reply that is never completed is not logged and flags nothing: the log stays its own proof.
+TEST(SV9_Binding, AnAbandonedStreamChangesNoFlagOfItsSession) {
+  const fs::path log = temp("abandoned.jsonl");
+  fs::remove(log);
+  serve::EngineOptions eo;
+  eo.guard.patterns = {"IGNORE PREVIOUS INSTRUCTIONS"};
+  serve::ServerOptions so;
+  so.audit_log = log.string();
+  {
+    TestServer s(eo, so);
+    json st = request_of(kHistory, 3000);
+    st["stream"] = true;
+    const std::string body = st.dump();
+    const int fd = loopback_socket(s.port, 5);
+    ASSERT_GE(fd, 0);
+    const std::string req = "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nx-akv-session: g\r\nContent-Length: " +
+                            std::to_string(body.size()) + "\r\n\r\n" + body;
+    ASSERT_EQ(send(fd, req.data(), req.size(), MSG_NOSIGNAL), static_cast<ssize_t>(req.size()));
+    char buf[256];
+    ASSERT_GT(recv(fd, buf, sizeof buf, 0), 0);  // the stream began
+    close(fd);
+    for (int i = 0; i < 2000 && s.engine->load() != 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    const Answer a = post(s, request_of(kHistory), "g");
+    ASSERT_EQ(a.status, 200);
+    EXPECT_EQ(a.body["akv"]["guarded_messages"], json::array({2})) << "the guard's verdict is this reply's";
+  }
+  const serve::AuditReport r = serve::replay_audit_log(log.string());
+  EXPECT_TRUE(r.passed()) << (r.first_failure() ? r.lines[r.first_failure() - 1].why : "no line");
   fs::remove(log);
 }
 

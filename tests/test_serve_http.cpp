@@ -213,3 +213,83 @@ TEST(SV11_Errors, AServerThatIsStoppingSays503ShuttingDown) {
 
 }  // namespace
 }  // namespace akv
+
+namespace akv {
+namespace {
+
+// ---- What a review of the hardened server found (each failed before its fix)
+
+TEST(SV13_Framing, AnHttp11RequestWithoutAHostOrWithABadOneIs400) {
+  TestServer s;
+  EXPECT_EQ(round_trip(s.port, "GET /health HTTP/1.1\r\n\r\n").rfind("HTTP/1.1 400", 0), 0u);
+  EXPECT_EQ(round_trip(s.port, "GET /health HTTP/1.1\r\nHost: a b\r\n\r\n").rfind("HTTP/1.1 400", 0), 0u);
+  EXPECT_EQ(round_trip(s.port, "GET /health HTTP/1.1\r\nHost: x:8080\r\nConnection: close\r\n\r\n").rfind("HTTP/1.1 200", 0), 0u);
+}
+
+TEST(SV13_Deadline, AFullEngineAnswers429AtOnceWhateverTheHandlerThreads) {
+  serve::EngineOptions eo;
+  eo.parallel = 1;
+  eo.queue = 0;
+  serve::ServerOptions so;
+  so.threads = 1;  // fewer handler threads than requests: the rest must not wait behind them
+  TestServer s(eo, so);
+  const json big = {{"messages", {{{"role", "user"}, {"content", "count"}}}}, {"max_tokens", 16000}};
+  std::thread slow([&] { post(s, big); });
+  for (int i = 0; i < 2000 && s.engine->load() == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  const auto t0 = Clock::now();
+  const Answer full = post(s, big);
+  EXPECT_EQ(full.status, 429);
+  EXPECT_LT(std::chrono::duration<double>(Clock::now() - t0).count(), 5.0);
+  slow.join();
+}
+
+// A client that asks for a long stream and never reads it holds its connection, not a thread.
+TEST(SV13_Deadline, ClientsThatDoNotReadTheirStreamsHoldNoHandlerThread) {
+  serve::ServerOptions so;
+  so.threads = 2;
+  TestServer s({}, so);
+  const std::string body = json{{"messages", {{{"role", "user"}, {"content", "count"}}}}, {"max_tokens", 12000}, {"stream", true},
+                                {"logprobs", true}, {"top_logprobs", 20}}
+                               .dump();
+  std::vector<int> fds;
+  for (int i = 0; i < 2; ++i) {
+    const int fd = socket_from("127.0.0.2", s.port, 5);
+    ASSERT_GE(fd, 0);
+    int small = 1024;
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+    ASSERT_TRUE(send_all(fd, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " +
+                                 std::to_string(body.size()) + "\r\n\r\n" + body));
+    fds.push_back(fd);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  const auto t0 = Clock::now();
+  const Answer a = post(s, kChat);  // both handler threads were taken by the streams before the fix
+  EXPECT_EQ(a.status, 200);
+  EXPECT_LT(std::chrono::duration<double>(Clock::now() - t0).count(), 20.0);
+  for (int fd : fds) close(fd);
+}
+
+TEST(SV6_Disconnect, ARequestWithAPipelinedOneBehindItStillStopsWhenItsClientLeaves) {
+  serve::EngineOptions eo;
+  eo.parallel = 1;
+  eo.queue = 0;
+  TestServer s(eo);
+  const std::string body = json{{"messages", {{{"role", "user"}, {"content", "count"}}}}, {"max_tokens", 16000}}.dump();
+  const std::string small = kChat.dump();
+  auto req = [](const std::string& b) {
+    return "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(b.size()) +
+           "\r\n\r\n" + b;
+  };
+  const int fd = loopback_socket(s.port, 5);
+  ASSERT_GE(fd, 0);
+  ASSERT_TRUE(send_all(fd, req(body) + req(small)));
+  for (int i = 0; i < 2000 && s.engine->load() == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  close(fd);
+  const auto t0 = Clock::now();
+  while (s.engine->load() != 0 && Clock::now() - t0 < std::chrono::seconds(20)) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(s.engine->load(), 0u);
+  EXPECT_LT(std::chrono::duration<double>(Clock::now() - t0).count(), 10.0);
+}
+
+}  // namespace
+}  // namespace akv

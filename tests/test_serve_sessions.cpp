@@ -228,3 +228,80 @@ TEST(SV12_Memory, SessionRecordsAreBoundedAndFlagsGoLast) {
 
 }  // namespace
 }  // namespace akv
+
+namespace akv {
+namespace {
+
+// ---- What a review of the hardened server found (each failed before its fix)
+
+TEST(SV6_Context, AMessageFlaggedThroughTheEndpointDoesNotCountAgainstTheContext) {
+  TestServer s;
+  json msgs = json::array({kHistory[0], kHistory[1], kHistory[2]});
+  msgs[2]["content"] = "ledger " + std::string(12600, 'l');
+  ASSERT_EQ(post(s, request_of(msgs), "f").status, 200);
+  ASSERT_EQ(post(s, {{"messages", {2}}}, "", "/v1/sessions/f/evict").status, 200);
+  msgs.push_back({{"role", "assistant"}, {"content", "ok"}});
+  msgs.push_back({{"role", "user"}, {"content", "Now summarise this: " + std::string(6000, 'x')}});
+  const Answer a = post(s, request_of(msgs), "f");  // 18,600 tokens with message 2, 6,000 without
+  ASSERT_EQ(a.status, 200) << a.body.dump().substr(0, 300);
+  EXPECT_EQ(a.body["akv"]["dropped_messages"], json::array({2}));
+  EXPECT_EQ(reply_bits(a.body), reply_bits(post(s, request_of(without(msgs, 2)), cold_session()).body));
+}
+
+TEST(SV3_Evict, FlaggingEveryMessageIsRefusedAsAColdServerRefusesAnEmptyRequest) {
+  TestServer s;
+  const json one = json::array({{{"role", "user"}, {"content", "only"}}});
+  ASSERT_EQ(post(s, request_of(one), "one").status, 200);
+  const Answer ev = post(s, {{"messages", {0}}}, "", "/v1/sessions/one/evict");
+  EXPECT_EQ(ev.status, 400) << ev.body.dump();
+  EXPECT_NE(ev.body["error"]["message"].get<std::string>().find("empty request"), std::string::npos);
+  EXPECT_EQ(reply_bits(post(s, request_of(one), "one").body), reply_bits(post(s, request_of(one), cold_session()).body));
+}
+
+TEST(SV10_Scope, AnIdWithANulByteIsRefused) {
+  TestServer s;
+  json r = request_of(kHistory);
+  r["prompt_cache_key"] = std::string("a\0b", 3);
+  EXPECT_EQ(post(s, r).status, 400);
+  EXPECT_EQ(request(s, "DELETE", "/v1/sessions/%00").status, 400);
+}
+
+TEST(SV10_Scope, AnonymousSessionIdsAreCountedPerCaller) {
+  serve::ServerOptions so;
+  so.api_keys = {"alice-0123456789abcdef", "mallory-0123456789abc"};
+  TestServer s({}, so);
+  auto anon = [&](const std::string& key, const std::string& text) {
+    return post(s, request_of(json::array({{{"role", "user"}, {"content", text}}})), "", "/v1/chat/completions", key).body["akv"]["session"];
+  };
+  const json first = anon(so.api_keys[1], "m1");
+  for (int i = 0; i < 3; ++i) anon(so.api_keys[0], "a" + std::to_string(i));
+  const json second = anon(so.api_keys[1], "m2");
+  EXPECT_EQ(first, "s000001");
+  EXPECT_EQ(second, "s000002") << "Mallory's ids do not count Alice's requests";
+}
+
+TEST(SV12_Memory, OneCallersSessionsNeverPushOutAnothersFlags) {
+  serve::ServerOptions so;
+  so.api_keys = {"alice-0123456789abcdef", "mallory-0123456789abc"};
+  serve::EngineOptions eo;
+  eo.max_sessions = 5;
+  TestServer s(eo, so);
+  ASSERT_EQ(post(s, request_of(kHistory), "alice", "/v1/chat/completions", so.api_keys[0]).status, 200);
+  ASSERT_EQ(post(s, {{"messages", {2}}}, "", "/v1/sessions/alice/evict", so.api_keys[0]).status, 200);
+  for (int i = 0; i < 12; ++i)
+    ASSERT_EQ(post(s, request_of(kHistory, 1), "m" + std::to_string(i), "/v1/chat/completions", so.api_keys[1]).status, 200);
+  EXPECT_EQ(post(s, request_of(kHistory), "alice", "/v1/chat/completions", so.api_keys[0]).body["akv"]["dropped_messages"], json::array({2}));
+}
+
+TEST(SV8_Auth, TheBearerSchemeAndTheMediaTypeAreCaseInsensitive) {
+  serve::ServerOptions so;
+  so.api_keys = {"0123456789abcdef-secret"};
+  TestServer s({}, so);
+  httplib::Client c = s.client();
+  auto r = c.Post("/v1/chat/completions", {{"Authorization", "bearer " + so.api_keys[0]}}, request_of(kHistory, 1).dump(), "APPLICATION/JSON");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200) << r->body;
+}
+
+}  // namespace
+}  // namespace akv
