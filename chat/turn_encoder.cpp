@@ -36,7 +36,7 @@ class TurnEncoder final : public ChatEncoder {
     Conversation probe;
     const std::vector<const char*> roles = t_ == TurnTemplate::kPhi3 ? std::vector<const char*>{"user", "assistant"}
                                                                    : std::vector<const char*>{"system", "user", "assistant", "tool"};
-    for (const char* role : roles) probe.messages.push_back({.role = role});
+    for (const char* role : roles) probe.messages.push_back(Message{.role = role, .content = {}, .name = {}, .tool_call_id = {}, .refusal = {}, .tool_calls = {}, .tokens = {}});
     const TurnRendering r = render_turns(t_, probe);
     std::vector<TurnPiece> all = r.preamble;
     for (const auto& m : r.messages) all.insert(all.end(), m.begin(), m.end());
@@ -127,6 +127,9 @@ class TurnEncoder final : public ChatEncoder {
   }
 
   std::vector<Token> generation_prompt() const override { return gen_; }
+  ToolSyntax tool_syntax() const override {
+    return t_ == TurnTemplate::kLlama3 ? ToolSyntax::kLlamaJson : t_ == TurnTemplate::kPhi3 ? ToolSyntax::kNone : ToolSyntax::kHermes;
+  }
   Token end_of_turn() const override { return special_.at(turn_end_token(t_)); }
 
  private:

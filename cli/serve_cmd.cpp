@@ -82,6 +82,9 @@ Command add_serve(CLI::App& app) {
   add_model_option(s, a->model);
   s->add_option("--seed", a->seed, "Weight seed (synthetic models)")->capture_default_str()->check(decimal(0, UINT64_MAX));
   add_backend_options(s, a->backend, a->bo);
+  s->add_option("--served-model-name", a->server.served_names,
+                "A name the model is served as (repeatable): what `model` may be and GET /v1/models lists; default: --model's")
+      ->check(nonempty());
   s->add_option("--host", a->server.host, "Address to listen on; off loopback it needs --api-key-file")->capture_default_str()->check(nonempty());
   s->add_option("--port", a->server.port, "TCP port (0: any free one, printed)")->capture_default_str()->check(decimal(0, 65535));
   s->add_option("--api-key-file", a->api_key_file,

@@ -13,6 +13,7 @@ class FixtureEncoder final : public ChatEncoder {
   EncodedConversation encode(const Conversation& c) const override {
     check_token_ids(c, vocab_);
     EncodedConversation e;
+    e.preamble = encode_tools(c.tools);  // IN10: the tools, when any, as the fixture's preamble
     for (const Message& m : c.messages) e.spans.push_back(encode_message(m));
     return e;
   }

@@ -171,6 +171,8 @@ std::string check_line(const json& j, std::map<std::string, std::unique_ptr<Engi
   for (const SpanOfMessage& sp : r.stats.spans)
     spans.push_back({{"message", sp.message < 0 ? json(nullptr) : json(original.at(static_cast<size_t>(sp.message)))}, {"tokens", sp.tokens}});
   if (spans != field(stats, "spans")) return "the message-to-span map differs";
+  if (stats.contains("seed") && (r.stats.seed ? json(*r.stats.seed) : json(nullptr)) != stats["seed"]) return "the seed differs";
+  if (stats.contains("tool_call_errors") && json(r.call_errors) != stats["tool_call_errors"]) return "the tool call errors differ";
   for (size_t gi : guarded) flags[who].insert(keys[gi]);
   last[who] = keys;
   return "";

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <set>
 
+#include "chat/tools.hpp"
 #include "readers/tokenizer/pre_tokenizer.hpp"
 #include "reference/error.hpp"
 
@@ -109,6 +110,7 @@ struct Rendered {
 Rendered render_without(const ChatEncoder& enc, const Conversation& conv, const std::set<size_t>& drops) {
   Conversation c;
   c.source = conv.source;
+  c.tools = conv.tools;  // rendered with the messages (CT14)
   std::vector<int> index;
   for (size_t i = 0; i < conv.messages.size(); ++i)
     if (!drops.count(i)) {
@@ -127,6 +129,29 @@ Rendered render_without(const ChatEncoder& enc, const Conversation& conv, const 
   }
   r.tokens = e.tokens();
   return r;
+}
+
+// Tool calls are read from the reply (SV15) when the request offers tools and lets the model
+// call them, and the template has a tool syntax.
+bool tools_active(const ChatRequest& q) { return !q.conv.tools.empty() && q.tool_choice != ToolChoice::kNone; }
+
+// The reply as a message (SV15): content outside the calls, the calls with their ids (the
+// SHA-256 of the request's bytes and the call's index: a function of the request, never copied
+// from the history), and the finish reason tool_calls when a reply that ended with calls.
+void read_reply(const ChatRequest& q, const ChatEncoder& enc, Reply& r) {
+  const ToolSyntax syntax = tools_active(q) ? enc.tool_syntax() : ToolSyntax::kNone;
+  if (syntax == ToolSyntax::kNone) {
+    r.content = r.text;
+    r.has_content = true;
+    return;
+  }
+  chat::ParsedReply p = chat::parse_reply(syntax, r.text, q.conv.tools, q.parallel_tool_calls);
+  r.content = std::move(p.content);
+  r.has_content = p.has_content;
+  r.call_errors = std::move(p.errors);
+  for (size_t i = 0; i < p.calls.size(); ++i)
+    r.calls.push_back({"call_" + sha256_hex(q.body + "\ncall " + std::to_string(i)).substr(0, 24), p.calls[i].name, p.calls[i].arguments});
+  if (!r.calls.empty() && r.finish_reason == "stop") r.finish_reason = "tool_calls";
 }
 
 std::vector<SpanOfMessage> span_map(const std::vector<std::vector<Token>>& spans, const std::vector<int>& message) {
@@ -219,6 +244,7 @@ std::shared_ptr<Generation> Engine::submit(ChatRequest req, const std::string& s
   g->span_message_ = std::move(r.message);
   if (req.max_tokens == 0) req.max_tokens = opt_.default_max_tokens;
   g->sampler_ = std::make_unique<Sampler>(req.sampler);
+  if (req.sampler.temperature > 0) g->reply_.stats.seed = req.sampler.seed;  // reported: the default one too (SV4)
   g->req_ = std::move(req);
   g->scope_ = scope;
   g->session_hint_ = session_id;
@@ -585,6 +611,16 @@ void Engine::on_logits(const std::shared_ptr<Generation>& g, std::span<const flo
       bytes.resize(cut);
       r.finish_reason = "stop";
     }
+    // parallel_tool_calls false: the reply ends with its first call (SV15).
+    const ToolSyntax syntax = tools_active(g->req_) ? lm_.encoder->tool_syntax() : ToolSyntax::kNone;
+    if (syntax == ToolSyntax::kHermes && !g->req_.parallel_tool_calls && r.finish_reason.empty()) {
+      const size_t open = bytes.find(chat::call_opener(syntax));
+      const size_t close = open == std::string::npos ? open : bytes.find(chat::call_closer(syntax), open);
+      if (close != std::string::npos) {
+        bytes.resize(close + chat::call_closer(syntax).size());
+        r.finish_reason = "stop";
+      }
+    }
     r.text = utf8_text(bytes);
     if (r.finish_reason.empty() && r.tokens.size() >= g->req_.max_tokens) r.finish_reason = "length";
     if (r.finish_reason.empty() && g->session_->session->size() + 1 > static_cast<size_t>(lm_.model->config.max_ctx))
@@ -592,7 +628,22 @@ void Engine::on_logits(const std::shared_ptr<Generation>& g, std::span<const flo
     // A stream emits only what no later token can change: not a tail that may still become a
     // stop string, nor an incomplete UTF-8 sequence (SV2: the chunks add up to the plain reply).
     // At the end of the reply all of the text is final (complete() sends what is left).
-    const std::string now = r.finish_reason.empty() ? stable_prefix(utf8_text(bytes.substr(0, bytes.size() - stop_tail(bytes, g->req_.stop)))) : r.text;
+    // With tools, a stream also holds back a call (from its opener on: it is sent as a call when
+    // the reply ends), a tail that may still become an opener, and trailing whitespace (a reply
+    // that is only calls has null content).
+    std::string now;
+    if (r.finish_reason.empty()) {
+      size_t keep = bytes.size() - stop_tail(bytes, g->req_.stop);
+      if (syntax == ToolSyntax::kLlamaJson) keep = 0;  // the whole reply may be the call
+      if (syntax == ToolSyntax::kHermes) {
+        const std::string opener(chat::call_opener(syntax));
+        keep = std::min({keep, bytes.find(opener), bytes.size() - stop_tail(bytes, {opener})});
+        while (keep > 0 && std::isspace(static_cast<unsigned char>(bytes[keep - 1]))) --keep;
+      }
+      now = stable_prefix(utf8_text(bytes.substr(0, keep)));
+    } else if (syntax == ToolSyntax::kNone) {
+      now = r.text;  // the rest is sent now; with tools, complete() sends it once the reply is read
+    }
     if (now.size() > g->emitted_.size() && now.compare(0, g->emitted_.size(), g->emitted_) == 0) {
       ev.delta = now.substr(g->emitted_.size());
       g->emitted_ = now;
@@ -607,6 +658,7 @@ void Engine::complete(const std::shared_ptr<Generation>& g, std::exception_ptr e
   if (g->done_) return;
   Reply& r = g->reply_;
   if (!err && g->logits_hash_) r.stats.logits_sha256 = g->logits_hash_->hex();
+  if (!err && !r.cancelled) read_reply(g->req_, *lm_.encoder, r);
   const AuditSink a = err || r.cancelled || !g->session_ ? AuditSink() : audit_sink();
   if (a) {
     // Written before the reply is complete, in the order of the engine's events (SV9).
@@ -641,12 +693,16 @@ void Engine::complete(const std::shared_ptr<Generation>& g, std::exception_ptr e
     g->session_ = nullptr;
   }
   // What the stream held back (a tail that could still have become a stop string, a partial
-  // UTF-8 sequence) is final now: the last event carries it (SV2).
-  if (!err && !r.cancelled && r.text.size() > g->emitted_.size() && r.text.compare(0, g->emitted_.size(), g->emitted_) == 0) {
+  // UTF-8 sequence, a tool call) is final now: the last event carries it (SV2, SV15).
+  if (!err && !r.cancelled) {
     TokenEvent ev;
-    ev.delta = r.text.substr(g->emitted_.size());
-    g->emitted_ = r.text;
-    g->push(std::move(ev));
+    const std::string& text = r.has_content ? r.content : g->emitted_;
+    if (text.size() > g->emitted_.size() && text.compare(0, g->emitted_.size(), g->emitted_) == 0) {
+      ev.delta = text.substr(g->emitted_.size());
+      g->emitted_ = text;
+    }
+    ev.calls = r.calls;
+    if (!ev.delta.empty() || !ev.calls.empty()) g->push(std::move(ev));
   }
   g->finish(err);
 }

@@ -61,6 +61,13 @@ struct ReplyStats {
   std::vector<SpanOfMessage> spans;  // the cache's spans in order, before the generation prompt
   std::string cache_sha256;      // the cache after the request's spans, before the generation prompt
   std::string logits_sha256;     // the logits rows the generated tokens were drawn from
+  std::optional<uint64_t> seed;  // the draw's seed (the request's, or kDefaultSeed); none when greedy
+};
+
+/// A tool call of a reply (SV15): its id (derived from the request, never from the history),
+/// the function and its arguments as a JSON text.
+struct ReplyCall {
+  std::string id, name, arguments;
 };
 
 struct Reply {
@@ -68,7 +75,13 @@ struct Reply {
   std::vector<std::string> token_text;   // each token alone, as utf8_text()
   std::vector<std::string> token_bytes;  // each token's exact bytes (ChatEncoder::bytes)
   std::string text;                // all of them, as utf8_text(), cut before a stop string
-  std::string finish_reason;       // "stop" | "length"; "" when cancelled
+  std::string finish_reason;       // "stop" | "length" | "tool_calls"; "" when cancelled
+  // The reply read as a message (SV15): `text` outside the tool calls (null when only
+  // whitespace), the calls, and what could not be read as a call.
+  bool has_content = true;
+  std::string content;
+  std::vector<ReplyCall> calls;
+  std::vector<std::string> call_errors;
   bool cancelled = false;          // the client went away: no reply was sent (SV6)
   std::vector<TokenLogprob> logprobs;  // when asked
   ReplyStats stats;
@@ -80,6 +93,7 @@ struct Reply {
 /// plain reply's text).
 struct TokenEvent {
   std::string delta;
+  std::vector<ReplyCall> calls;  // the last event: the reply's tool calls (SV15)
   std::optional<TokenLogprob> logprob;
   std::string token_text, token_bytes;
 };

@@ -10,6 +10,7 @@
 #include "readers/json_limited.hpp"
 #include "reference/error.hpp"
 #include "serve/openai_json.hpp"
+#include "serve/responses_api.hpp"
 #include "runtime/digest.hpp"
 #include "runtime/build_info.hpp"
 
@@ -18,8 +19,8 @@ namespace {
 using json = nlohmann::json;
 
 constexpr const char* kRoutes =
-    "this server answers GET /health, GET /v1/models, POST /v1/chat/completions, GET /v1/sessions, DELETE /v1/sessions/{id} "
-    "and POST /v1/sessions/{id}/evict";
+    "this server answers GET /health, GET /v1/models, POST /v1/chat/completions, POST /v1/responses, GET /v1/sessions, "
+    "DELETE /v1/sessions/{id} and POST /v1/sessions/{id}/evict";
 
 constexpr const char* kJsonOnly =
     "Content-Type: expected application/json (curl -d sends application/x-www-form-urlencoded: add -H 'Content-Type: "
@@ -139,6 +140,20 @@ struct HttpServer::Api {
     return h == nullptr ? "" : checked_id(*h, "x-akv-session");
   }
 
+  // ---- the served names (SV2)
+
+  std::vector<std::string> names() const { return opt.served_names.empty() ? std::vector<std::string>{engine.model().name} : opt.served_names; }
+
+  /// The name a reply carries: the request's `model` when it is a served name, the first served
+  /// name when the request names none. Error(kUnknownModel) for another.
+  std::string served_name(const std::string& model) const {
+    const std::vector<std::string> ns = names();
+    if (model.empty()) return ns.front();
+    for (const std::string& n : ns)
+      if (n == model) return n;
+    throw Error(ErrorCode::kUnknownModel, fmt::format("model '{}': this server serves {} (GET /v1/models)", model, json(ns).dump()));
+  }
+
   // ---- routing (one place for the key, after the body was read)
 
   Routed route(const HttpRequest& req) {
@@ -169,7 +184,7 @@ struct HttpServer::Api {
     if (req.path == "/v1/models") {
       if (m != "GET") return method_not_allowed("GET");
       json data = json::array();
-      data.push_back({{"id", engine.model().name}, {"object", "model"}, {"created", 0}, {"owned_by", "akv"}});
+      for (const std::string& n : names()) data.push_back({{"id", n}, {"object", "model"}, {"created", 0}, {"owned_by", "akv"}});
       out.response = json_response({{"object", "list"}, {"data", data}});
       return out;
     }
@@ -182,6 +197,15 @@ struct HttpServer::Api {
         return out;
       }
       return handler(&Api::chat_completions);
+    }
+    if (req.path == "/v1/responses") {
+      if (m != "POST") return method_not_allowed("POST");
+      if (engine.load() >= static_cast<size_t>(engine.options().parallel) + engine.options().queue) {
+        out.response = error_response(queue_full(fmt::format("the engine holds {} requests (--parallel {}, --queue {}); retry later",
+                                                             engine.load(), engine.options().parallel, engine.options().queue)));
+        return out;
+      }
+      return handler(&Api::responses);
     }
     if (req.path == "/v1/sessions") {
       if (m != "GET") return method_not_allowed("GET");
@@ -274,9 +298,7 @@ struct HttpServer::Api {
     require_json(req);
     const std::string hint = session_header(req);
     ChatRequest cr = parse_chat_request(req.body);
-    const std::string name = engine.model().name;
-    if (!cr.model.empty() && cr.model != name)
-      throw Error(ErrorCode::kUnknownModel, fmt::format("model '{}': this server serves '{}' (GET /v1/models)", cr.model, name));
+    const std::string name = served_name(cr.model);
     const std::string sc = scope(who, req, cr.prompt_cache_key);
     const bool stream = cr.stream, usage = cr.include_usage, logprobs = cr.logprobs;
     const std::string id = "chatcmpl-" + sha256_hex(req.body).substr(0, 24);
@@ -301,11 +323,11 @@ struct HttpServer::Api {
                                         {"created", created},
                                         {"model", name},
                                         {"choices", {{{"index", 0},
-                                                      {"message", {{"role", "assistant"}, {"content", r.text}}},
+                                                      {"message", message_json(r)},
                                                       {"logprobs", lp},
                                                       {"finish_reason", r.finish_reason}}}},
                                         {"usage", usage_json(r)},
-                                        {"akv", akv_json(r.stats)}});
+                                        {"akv", akv_json(r.stats, r.call_errors)}});
       res.headers = headers;
       res.headers.emplace_back("x-akv-logits-sha256", r.stats.logits_sha256);
       x.respond(res);
@@ -322,12 +344,19 @@ struct HttpServer::Api {
       json lp = nullptr;
       if (ev.logprob) lp = {{"content", {logprob_json(enc, *ev.logprob, ev.token_text, ev.token_bytes)}}};
       if ((!ev.delta.empty() || ev.logprob) && !x.write(chunk({{"content", ev.delta}}, lp, nullptr))) return g->cancel();
+      // A call as OpenAI streams one (SV15): its index, id and name first, then its arguments.
+      for (size_t i = 0; i < ev.calls.size(); ++i) {
+        const ReplyCall& c = ev.calls[i];
+        const json head = {{"tool_calls", {{{"index", i}, {"id", c.id}, {"type", "function"}, {"function", {{"name", c.name}, {"arguments", ""}}}}}}};
+        const json args = {{"tool_calls", {{{"index", i}, {"function", {{"arguments", c.arguments}}}}}}};
+        if (!x.write(chunk(head, nullptr, nullptr)) || !x.write(chunk(args, nullptr, nullptr))) return g->cancel();
+      }
     }
     try {
       const Reply& r = g->reply();
       if (r.cancelled) return;
       json last = json::parse(chunk(json::object(), nullptr, r.finish_reason).substr(6));
-      last["akv"] = akv_json(r.stats);
+      last["akv"] = akv_json(r.stats, r.call_errors);
       if (!x.write("data: " + json_text(last) + "\n\n")) return;
       if (usage && !x.write("data: " + json_text({{"id", id}, {"object", "chat.completion.chunk"}, {"created", created}, {"model", name},
                                                   {"choices", json::array()}, {"usage", usage_json(r)}}) + "\n\n"))
@@ -339,6 +368,93 @@ struct HttpServer::Api {
       x.write("data: " + error_response(e).body + "\n\n");
     }
     x.write("data: [DONE]\n\n");
+    x.end();
+  }
+
+  // SV17: POST /v1/responses, read as the chat request it means, on the same engine.
+  void responses(const HttpRequest& req, Exchange& x, const std::string& who, const std::string&) {
+    InFlight flight(in_flight);
+    if (draining) throw shutting_down();
+    require_json(req);
+    const std::string hint = session_header(req);
+    const json original = model::parse_json_limited(req.body, kConversationJson, {ErrorCode::kBadInput, "body"});
+    ChatRequest cr = parse_chat_request(chat_body_of_response(req.body));
+    const std::string name = served_name(cr.model);
+    const std::string sc = scope(who, req, cr.prompt_cache_key);
+    const bool stream = cr.stream;
+    const std::string id = "resp_" + sha256_hex(req.body).substr(0, 24);
+    const int64_t created = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+    std::shared_ptr<Generation> g = engine.submit(std::move(cr), hint, sc);
+    x.on_client_gone([g] { g->cancel(); });
+    const ReplyStats admitted = g->wait_admitted();
+    std::vector<std::pair<std::string, std::string>> headers = {{"x-akv-session", admitted.session},
+                                                                {"x-akv-cache-sha256", admitted.cache_sha256},
+                                                                {"x-akv-guarded-messages", json(admitted.guarded).dump()}};
+    if (!stream) {
+      const Reply& r = g->reply();
+      if (r.cancelled) return;
+      HttpResponse res = json_response(response_json(id, created, name, r, original));
+      res.headers = headers;
+      res.headers.emplace_back("x-akv-logits-sha256", r.stats.logits_sha256);
+      x.respond(res);
+      return;
+    }
+    // The stream of events the openai client reads (response.created ... response.completed).
+    size_t seq = 0;
+    auto event = [&](const std::string& type, json data) {
+      data["type"] = type;
+      data["sequence_number"] = seq++;
+      return x.write("event: " + type + "\ndata: " + json_text(data) + "\n\n");
+    };
+    const std::string msg_id = "msg_" + id.substr(5);
+    json shell = {{"id", id}, {"object", "response"}, {"created_at", created}, {"status", "in_progress"}, {"model", name}, {"output", json::array()}};
+    if (!x.begin_stream("text/event-stream", headers)) return g->cancel();
+    if (!event("response.created", {{"response", shell}}) || !event("response.in_progress", {{"response", shell}})) return g->cancel();
+    bool message_open = false;
+    std::string text;
+    auto open_message = [&] {
+      message_open = true;
+      return event("response.output_item.added", {{"output_index", 0}, {"item", {{"type", "message"}, {"id", msg_id}, {"status", "in_progress"}, {"role", "assistant"}, {"content", json::array()}}}}) &&
+             event("response.content_part.added", {{"item_id", msg_id}, {"output_index", 0}, {"content_index", 0}, {"part", {{"type", "output_text"}, {"text", ""}, {"annotations", json::array()}}}});
+    };
+    TokenEvent ev;
+    while (g->next_event(ev)) {
+      if (ev.delta.empty()) continue;
+      if (!message_open && !open_message()) return g->cancel();
+      text += ev.delta;
+      if (!event("response.output_text.delta", {{"item_id", msg_id}, {"output_index", 0}, {"content_index", 0}, {"delta", ev.delta}})) return g->cancel();
+    }
+    try {
+      const Reply& r = g->reply();
+      if (r.cancelled) return;
+      const json full = response_json(id, created, name, r, original);
+      size_t index = 0;
+      if (message_open || (r.has_content && r.calls.empty())) {
+        if (!message_open && !open_message()) return;
+        const json part = {{"type", "output_text"}, {"text", text}, {"annotations", json::array()}};
+        if (!event("response.output_text.done", {{"item_id", msg_id}, {"output_index", 0}, {"content_index", 0}, {"text", text}}) ||
+            !event("response.content_part.done", {{"item_id", msg_id}, {"output_index", 0}, {"content_index", 0}, {"part", part}}) ||
+            !event("response.output_item.done", {{"output_index", 0}, {"item", full["output"][0]}}))
+          return;
+        index = 1;
+      }
+      for (const json& item : full["output"]) {
+        if (item["type"] != "function_call") continue;
+        json added = item;
+        added["arguments"] = "";
+        added["status"] = "in_progress";
+        if (!event("response.output_item.added", {{"output_index", index}, {"item", added}}) ||
+            !event("response.function_call_arguments.delta", {{"item_id", item["id"]}, {"output_index", index}, {"delta", item["arguments"]}}) ||
+            !event("response.function_call_arguments.done", {{"item_id", item["id"]}, {"output_index", index}, {"arguments", item["arguments"]}}) ||
+            !event("response.output_item.done", {{"output_index", index}, {"item", item}}))
+          return;
+        ++index;
+      }
+      event(r.finish_reason == "length" ? "response.incomplete" : "response.completed", {{"response", full}});
+    } catch (...) {
+      const ApiError e = api_error_of(std::current_exception());
+      event("error", {{"code", e.api_code()}, {"message", e.what()}, {"param", nullptr}});
+    }
     x.end();
   }
 
@@ -363,7 +479,7 @@ struct HttpServer::Api {
                         {"guard_command", engine.options().guard.command.empty() ? json(nullptr) : json(engine.options().guard.command)}};
       line["akv"] = {{"version", akv_version()}, {"commit", akv_commit()}};
       line["backend"] = {{"name", d.name}, {"isa", d.isa}, {"threads", d.threads}};
-      line["reply"] = {{"tokens", r.tokens}, {"finish_reason", r.finish_reason}, {"stats", akv_json(r.stats)}};
+      line["reply"] = {{"tokens", r.tokens}, {"finish_reason", r.finish_reason}, {"stats", akv_json(r.stats, r.call_errors)}};
     }
     audit->append(std::move(line));
   }

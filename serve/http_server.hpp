@@ -27,6 +27,9 @@ struct ServerOptions {
   size_t threads = 0;
   size_t max_connections = 512;
   size_t max_connections_per_peer = 32;
+  /// The names `model` may take and GET /v1/models lists (--served-model-name, repeatable);
+  /// empty: the loaded model's name (SV2).
+  std::vector<std::string> served_names;
 };
 
 /// True for 127.0.0.0/8, ::1 and "localhost".

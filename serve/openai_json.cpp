@@ -40,7 +40,18 @@ json spans_json(const std::vector<SpanOfMessage>& spans) {
   return a;
 }
 
-json akv_json(const ReplyStats& s) {
+json message_json(const Reply& r) {
+  json m = {{"role", "assistant"}, {"content", r.has_content ? json(r.content) : json(nullptr)}};
+  if (!r.calls.empty()) {
+    json calls = json::array();
+    for (const ReplyCall& c : r.calls)
+      calls.push_back({{"id", c.id}, {"type", "function"}, {"function", {{"name", c.name}, {"arguments", c.arguments}}}});
+    m["tool_calls"] = calls;
+  }
+  return m;
+}
+
+json akv_json(const ReplyStats& s, const std::vector<std::string>& tool_call_errors) {
   return {{"session", s.session},
           {"reused_tokens", s.reused_tokens},
           {"recomputed_tokens", s.recomputed_tokens},
@@ -50,7 +61,9 @@ json akv_json(const ReplyStats& s) {
           {"guarded_messages", s.guarded},
           {"spans", spans_json(s.spans)},
           {"cache_sha256", s.cache_sha256},
-          {"logits_sha256", s.logits_sha256}};
+          {"logits_sha256", s.logits_sha256},
+          {"seed", s.seed ? json(*s.seed) : json(nullptr)},
+          {"tool_call_errors", tool_call_errors}};
 }
 
 json usage_json(const Reply& r) {

@@ -21,8 +21,13 @@ HttpResponse error_response(const ApiError& e);
 /// SV5: one token's logprobs entry: its text, logprob, exact bytes and the top alternatives.
 nlohmann::json logprob_json(const ChatEncoder& enc, const TokenLogprob& lp, const std::string& text, const std::string& bytes);
 
-/// SV3: the `akv` object of a reply.
-nlohmann::json akv_json(const ReplyStats& s);
+/// SV3: the `akv` object of a reply (`tool_call_errors`: what of the reply could not be read as a
+/// tool call, SV15).
+nlohmann::json akv_json(const ReplyStats& s, const std::vector<std::string>& tool_call_errors = {});
+
+/// SV15: the assistant message of a reply: content (null when only whitespace around calls),
+/// and tool_calls [{id, type "function", function {name, arguments}}] when it made any.
+nlohmann::json message_json(const Reply& r);
 
 /// SV2: `usage`, with prompt_tokens_details.cached_tokens = the tokens reused (SV3).
 nlohmann::json usage_json(const Reply& r);
