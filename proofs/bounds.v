@@ -1,0 +1,482 @@
+(** * spec/bounds.md: the error bounds B1-B10, machine-checked
+
+    Each theorem is named after its clause. The model is arithmetic.v's: binary32 values with
+    gradual underflow, every operation [rnd] of its exact result (A1_binary32_ops: IEEE
+    binary32 in round-to-nearest-even while nothing overflows, the hypothesis of every
+    clause). B0, the measured error of akv::exp, is not proven: the theorems that use it
+    (B5, B6's softmax, B8) take it as the hypothesis [B0_exp_error] of section Exp, so after
+    the section closes it is an explicit premise of each of them. *)
+
+From Coq Require Import Reals Psatz Lra List Permutation Arith.
+From Flocq Require Import Core.
+From Akv Require Import arithmetic.
+Import ListNotations.
+
+Open Scope R_scope.
+
+(** ** Two steps of every error analysis below *)
+
+(** One rounding of an FMA (or of a product added to a partial sum): the partial sum's
+    error grows by one relative rounding, the new product gets one of its own, and one
+    absolute error <= eta joins. *)
+Lemma step_fma :
+  forall p T T' A m g g' d e,
+  0 <= g -> 0 <= m -> Rabs d <= u -> Rabs e <= eta -> Rabs T <= A ->
+  Rabs (T' - T) <= g * A + (1 + g) * m * eta ->
+  (1 + u) * (1 + g) <= 1 + g' -> u <= g' ->
+  Rabs ((p + T') * (1 + d) + e - (p + T)) <= g' * (Rabs p + A) + (1 + g') * (m + 1) * eta.
+Proof.
+  intros p T T' A m g g' d e Hg Hm Hd He HT HE Hgg Hug.
+  pose proof u_pos as Hu. pose proof eta_pos as Heta.
+  replace ((p + T') * (1 + d) + e - (p + T)) with ((T' - T) * (1 + d) + d * (p + T) + e) by ring.
+  set (E := Rabs (T' - T)).
+  assert (H1 : Rabs ((T' - T) * (1 + d) + d * (p + T) + e) <= E * (1 + u) + u * (Rabs p + A) + eta).
+  { eapply Rle_trans; [apply Rabs_triang|].
+    apply Rplus_le_compat; [|exact He].
+    eapply Rle_trans; [apply Rabs_triang|].
+    rewrite !Rabs_mult.
+    apply Rplus_le_compat.
+    - apply Rmult_le_compat_l; [apply Rabs_pos|].
+      eapply Rle_trans; [apply Rabs_triang|]. rewrite Rabs_R1. lra.
+    - apply Rmult_le_compat; try apply Rabs_pos; [exact Hd|].
+      eapply Rle_trans; [apply Rabs_triang|]. lra. }
+  assert (HA : 0 <= A) by (eapply Rle_trans; [apply Rabs_pos|exact HT]).
+  assert (H2 : E * (1 + u) <= (g * A + (1 + g) * m * eta) * (1 + u)).
+  { apply Rmult_le_compat_r; [lra|exact HE]. }
+  assert (Hk : (1 + u) * g + u <= g') by lra.
+  assert (H3 : (1 + u) * g * A + u * A <= g' * A).
+  { replace ((1 + u) * g * A + u * A) with (((1 + u) * g + u) * A) by ring.
+    apply Rmult_le_compat_r; lra. }
+  assert (H4 : (1 + u) * (1 + g) * m * eta <= (1 + g') * m * eta).
+  { apply Rmult_le_compat_r; [lra|]. apply Rmult_le_compat_r; lra. }
+  assert (H5 : u * Rabs p <= g' * Rabs p) by (apply Rmult_le_compat_r; [apply Rabs_pos|lra]).
+  nra.
+Qed.
+
+(** One rounding of a sum of two floats: relative only (A1_sum_exact_underflow). *)
+Lemma step_add :
+  forall L L' R R' AL AR ml mr gl gr gm g d,
+  Rabs (L' - L) <= gl * AL + (1 + gl) * ml * eta ->
+  Rabs (R' - R) <= gr * AR + (1 + gr) * mr * eta ->
+  Rabs L <= AL -> Rabs R <= AR -> 0 <= ml -> 0 <= mr ->
+  0 <= gl <= gm -> 0 <= gr <= gm -> (1 + u) * (1 + gm) <= 1 + g -> Rabs d <= u ->
+  Rabs ((L' + R') * (1 + d) - (L + R)) <= g * (AL + AR) + (1 + g) * (ml + mr) * eta.
+Proof.
+  intros L L' R R' AL AR ml mr gl gr gm g d HL HR HAL HAR Hml Hmr Hgl Hgr Hg Hd.
+  pose proof u_pos as Hu. pose proof eta_pos as Heta.
+  assert (HAL0 : 0 <= AL) by (eapply Rle_trans; [apply Rabs_pos|exact HAL]).
+  assert (HAR0 : 0 <= AR) by (eapply Rle_trans; [apply Rabs_pos|exact HAR]).
+  set (EL := Rabs (L' - L)). set (ER := Rabs (R' - R)).
+  assert (HL' : EL <= gm * AL + (1 + gm) * ml * eta).
+  { eapply Rle_trans; [exact HL|]. apply Rplus_le_compat; [apply Rmult_le_compat_r; lra|].
+    apply Rmult_le_compat_r; [lra|]. apply Rmult_le_compat_r; lra. }
+  assert (HR' : ER <= gm * AR + (1 + gm) * mr * eta).
+  { eapply Rle_trans; [exact HR|]. apply Rplus_le_compat; [apply Rmult_le_compat_r; lra|].
+    apply Rmult_le_compat_r; [lra|]. apply Rmult_le_compat_r; lra. }
+  replace ((L' + R') * (1 + d) - (L + R)) with (((L' - L) + (R' - R)) * (1 + d) + d * (L + R)) by ring.
+  assert (H1 : Rabs (((L' - L) + (R' - R)) * (1 + d) + d * (L + R)) <= (EL + ER) * (1 + u) + u * (AL + AR)).
+  { eapply Rle_trans; [apply Rabs_triang|]. rewrite !Rabs_mult.
+    apply Rplus_le_compat.
+    - apply Rmult_le_compat; try apply Rabs_pos.
+      + apply Rabs_triang.
+      + eapply Rle_trans; [apply Rabs_triang|]. rewrite Rabs_R1. lra.
+    - apply Rmult_le_compat; try apply Rabs_pos; [exact Hd|].
+      eapply Rle_trans; [apply Rabs_triang|]. lra. }
+  assert (H2 : (EL + ER) * (1 + u) <= (gm * (AL + AR) + (1 + gm) * (ml + mr) * eta) * (1 + u)).
+  { apply Rmult_le_compat_r; lra. }
+  assert (H3 : (1 + u) * (1 + gm) * (ml + mr) * eta <= (1 + g) * (ml + mr) * eta).
+  { apply Rmult_le_compat_r; [lra|]. apply Rmult_le_compat_r; lra. }
+  assert (H4 : ((1 + u) * gm + u) * (AL + AR) <= g * (AL + AR)).
+  { apply Rmult_le_compat_r; lra. }
+  nra.
+Qed.
+
+(** ** [B1] Dot product and matmul row *)
+
+(** Any evaluation of a sum of products is a tree: a leaf is a product rounded on its own
+    ([DProd]) or the +0 a chain starts from ([DZero]); an inner node is an FMA of a product
+    into a partial sum ([DFma]) or a rounded sum of two partial sums ([DAdd]). Every order
+    (left to right, pairwise, SIMD lanes combined in any way, split-K, FMA chains from +0 or
+    from the first product) is such a tree. The inputs may be any reals; floats are a case. *)
+Inductive dot_tree : Type :=
+| DZero : dot_tree
+| DProd : R -> R -> dot_tree
+| DFma : R -> R -> dot_tree -> dot_tree
+| DAdd : dot_tree -> dot_tree -> dot_tree.
+
+Fixpoint eval (t : dot_tree) : R :=
+  match t with
+  | DZero => 0
+  | DProd x y => rnd (x * y)
+  | DFma x y s => rnd (x * y + eval s)
+  | DAdd l r => rnd (eval l + eval r)
+  end.
+
+(** The products a tree sums, in leaf order. *)
+Fixpoint terms (t : dot_tree) : list (R * R) :=
+  match t with
+  | DZero => []
+  | DProd x y => [(x, y)]
+  | DFma x y s => (x, y) :: terms s
+  | DAdd l r => terms l ++ terms r
+  end.
+
+(** The most roundings any product passes through: its own, and every FMA or sum above it
+    (a sum with a product-free side, +0 + s, is exact and not counted). *)
+Fixpoint depth (t : dot_tree) : nat :=
+  match t with
+  | DZero => 0
+  | DProd _ _ => 1
+  | DFma _ _ s => S (depth s)
+  | DAdd l r =>
+      match terms l, terms r with
+      | [], _ => depth r
+      | _, [] => depth l
+      | _, _ => S (Nat.max (depth l) (depth r))
+      end
+  end.
+
+Definition sum_prod (l : list (R * R)) : R := fold_right (fun p s => fst p * snd p + s) 0 l.
+Definition sum_abs (l : list (R * R)) : R := fold_right (fun p s => Rabs (fst p * snd p) + s) 0 l.
+
+Lemma sum_prod_app : forall a b, sum_prod (a ++ b) = sum_prod a + sum_prod b.
+Proof. induction a as [|p a IH]; intro b; simpl; [ring|rewrite IH; ring]. Qed.
+
+Lemma sum_abs_app : forall a b, sum_abs (a ++ b) = sum_abs a + sum_abs b.
+Proof. induction a as [|p a IH]; intro b; simpl; [ring|rewrite IH; ring]. Qed.
+
+Lemma sum_abs_nonneg : forall l, 0 <= sum_abs l.
+Proof. induction l as [|p l IH]; simpl; [lra|]. pose proof (Rabs_pos (fst p * snd p)). lra. Qed.
+
+Lemma sum_prod_le_abs : forall l, Rabs (sum_prod l) <= sum_abs l.
+Proof.
+  induction l as [|p l IH]; simpl; [rewrite Rabs_R0; lra|].
+  eapply Rle_trans; [apply Rabs_triang|]. lra.
+Qed.
+
+Lemma sum_prod_perm : forall a b, Permutation a b -> sum_prod a = sum_prod b.
+Proof. intros a b H. induction H; simpl; lra. Qed.
+
+Lemma sum_abs_perm : forall a b, Permutation a b -> sum_abs a = sum_abs b.
+Proof. intros a b H. induction H; simpl; lra. Qed.
+
+Lemma eval_F : forall t, F (eval t).
+Proof. destruct t; simpl; try apply F_rnd. apply F_0. Qed.
+
+Lemma eval_no_terms : forall t, terms t = [] -> eval t = 0.
+Proof.
+  induction t as [| x y | x y s IH | l IHl r IHr]; simpl; intro H; try discriminate; [reflexivity|].
+  apply app_eq_nil in H. destruct H as [Hl Hr].
+  rewrite IHl, IHr by assumption. rewrite Rplus_0_r. apply rnd_0.
+Qed.
+
+Lemma depth_le_terms : forall t, (depth t <= length (terms t))%nat.
+Proof.
+  induction t as [| x y | x y s IH | l IHl r IHr]; simpl; try lia.
+  rewrite app_length.
+  destruct (terms l) as [|a la] eqn:El; destruct (terms r) as [|b lb] eqn:Er; simpl in *; lia.
+Qed.
+
+Lemma depth_pos : forall t, terms t <> [] -> (1 <= depth t)%nat.
+Proof.
+  induction t as [| x y | x y s IH | l IHl r IHr]; simpl; intro H; try lia; [congruence|].
+  destruct (terms l) as [|a la] eqn:El; destruct (terms r) as [|b lb] eqn:Er; simpl in *; try lia.
+  - congruence.
+  - apply IHr. discriminate.
+  - apply IHl. discriminate.
+Qed.
+
+(** The invariant behind B1, by induction over the tree: with d = depth t and m its number
+    of products, |eval t - sum x_i y_i| <= gamma_d sum |x_i y_i| + (1 + gamma_d) m eta. *)
+Theorem B1_dot_bound_depth :
+  forall t, INR (depth t) * u < 1 ->
+  Rabs (eval t - sum_prod (terms t)) <=
+    gamma (depth t) * sum_abs (terms t) + (1 + gamma (depth t)) * INR (length (terms t)) * eta.
+Proof.
+  pose proof u_pos as Hu. pose proof eta_pos as Heta.
+  induction t as [| x y | x y s IH | l IHl r IHr]; intro Hd.
+  - simpl. rewrite gamma_0, Rminus_0_r, Rabs_R0. lra.
+  - simpl depth in *. simpl eval. simpl terms. simpl sum_prod. simpl sum_abs. simpl length.
+    rewrite !Rplus_0_r. simpl INR.
+    assert (Hg : u <= gamma 1) by (apply u_le_gamma; [lia|exact Hd]).
+    eapply Rle_trans; [apply rnd_abs_err|]. simpl fst; simpl snd.
+    pose proof (Rabs_pos (x * y)). nra.
+  - simpl depth in *. simpl eval. simpl terms. simpl sum_prod. simpl sum_abs. simpl length.
+    assert (Hd' : INR (depth s) * u < 1) by (rewrite S_INR in Hd; lra).
+    specialize (IH Hd').
+    destruct (A1_standard_model (x * y + eval s)) as (d & e & Hdd & He & _ & Hr).
+    rewrite Hr. simpl fst; simpl snd. rewrite S_INR.
+    apply step_fma with (g := gamma (depth s)); try assumption.
+    + apply gamma_nonneg. exact Hd'.
+    + apply pos_INR.
+    + apply sum_prod_le_abs.
+    + apply gamma_step. exact Hd.
+    + apply u_le_gamma; [lia|exact Hd].
+  - simpl eval. simpl terms.
+    rewrite sum_prod_app, sum_abs_app, app_length, plus_INR.
+    simpl depth in Hd |- *.
+    destruct (terms l) as [|a la] eqn:El.
+    + (* +0 + r is exact *)
+      rewrite (eval_no_terms l El), Rplus_0_l, rnd_F by apply eval_F.
+      simpl sum_prod. simpl sum_abs. simpl length. simpl INR. rewrite !Rplus_0_l.
+      exact (IHr Hd).
+    + destruct (terms r) as [|b lb] eqn:Er.
+      * rewrite (eval_no_terms r Er), Rplus_0_r, rnd_F by apply eval_F.
+        simpl sum_prod. simpl sum_abs. simpl length. simpl INR. rewrite !Rplus_0_r.
+        exact (IHl Hd).
+      * set (dm := Nat.max (depth l) (depth r)) in *.
+        assert (Hdm : INR dm * u < 1) by (rewrite S_INR in Hd; lra).
+        assert (Hl : INR (depth l) * u < 1).
+        { eapply Rle_lt_trans; [|exact Hdm]. apply Rmult_le_compat_r; [lra|]. apply le_INR. lia. }
+        assert (Hr : INR (depth r) * u < 1).
+        { eapply Rle_lt_trans; [|exact Hdm]. apply Rmult_le_compat_r; [lra|]. apply le_INR. lia. }
+        destruct (A1_sum_exact_underflow (eval l) (eval r) (eval_F l) (eval_F r)) as (d & Hdd & Hrr).
+        rewrite Hrr.
+        eapply step_add with (gm := gamma dm).
+        -- exact (IHl Hl).
+        -- exact (IHr Hr).
+        -- apply sum_prod_le_abs.
+        -- apply sum_prod_le_abs.
+        -- apply pos_INR.
+        -- apply pos_INR.
+        -- split; [apply gamma_nonneg; exact Hl|]. apply gamma_mono; [lia|exact Hdm].
+        -- split; [apply gamma_nonneg; exact Hr|]. apply gamma_mono; [lia|exact Hdm].
+        -- apply gamma_step. exact Hd.
+        -- exact Hdd.
+Qed.
+
+(** B1 with gamma_n for any n at least the number of products (n u < 1). *)
+Theorem B1_dot_bound_tree :
+  forall t n, (length (terms t) <= n)%nat -> INR n * u < 1 ->
+  Rabs (eval t - sum_prod (terms t)) <= gamma n * sum_abs (terms t) + (1 + gamma n) * INR n * eta.
+Proof.
+  intros t n Hn Hu1.
+  pose proof u_pos. pose proof eta_pos.
+  assert (Hd : (depth t <= n)%nat) by (pose proof (depth_le_terms t); lia).
+  assert (Hdu : INR (depth t) * u < 1).
+  { eapply Rle_lt_trans; [|exact Hu1]. apply Rmult_le_compat_r; [lra|]. now apply le_INR. }
+  eapply Rle_trans; [exact (B1_dot_bound_depth t Hdu)|].
+  pose proof (gamma_mono _ _ Hd Hu1). pose proof (gamma_nonneg _ Hdu).
+  pose proof (sum_abs_nonneg (terms t)).
+  apply le_INR in Hn. pose proof (pos_INR (length (terms t))).
+  apply Rplus_le_compat; [apply Rmult_le_compat_r; lra|].
+  apply Rmult_le_compat_r; [lra|]. apply Rmult_le_compat; lra.
+Qed.
+
+(** [B1], as spec/bounds.md states it: x, y of length n, any evaluation order of
+    sum x_i y_i (any tree whose products are the pairs (x_i, y_i), each once), each product
+    rounded or fused into an FMA, from +0 or from the first product:
+    |fl(x.y) - x.y| <= gamma_n sum |x_i y_i| + (1 + gamma_n) n eta. *)
+Theorem B1_dot_bound :
+  forall (x y : list R) (t : dot_tree),
+  length x = length y -> Permutation (terms t) (combine x y) -> INR (length x) * u < 1 ->
+  Rabs (eval t - sum_prod (combine x y)) <=
+    gamma (length x) * sum_abs (combine x y) + (1 + gamma (length x)) * INR (length x) * eta.
+Proof.
+  intros x y t Hxy Hp Hu1.
+  rewrite <- (sum_prod_perm _ _ Hp), <- (sum_abs_perm _ _ Hp).
+  apply B1_dot_bound_tree; [|exact Hu1].
+  rewrite (Permutation_length Hp), combine_length, Hxy, Nat.min_id. lia.
+Qed.
+
+(** *** The split-K order (spec/kernels-cuda.md G2) *)
+
+(** An FMA chain: s = fma(x_k, y_k, s) for each pair in order, from [acc]. *)
+Fixpoint fma_chain (acc : dot_tree) (l : list (R * R)) : dot_tree :=
+  match l with
+  | [] => acc
+  | (x, y) :: l' => fma_chain (DFma x y acc) l'
+  end.
+
+(** S chunks, each an FMA chain from +0; then s = p_0; s = s + p_c in chunk order. *)
+Definition split_k (chunks : list (list (R * R))) : dot_tree :=
+  match chunks with
+  | [] => DZero
+  | c0 :: cs => fold_left (fun s c => DAdd s (fma_chain DZero c)) cs (fma_chain DZero c0)
+  end.
+
+Lemma fma_chain_terms : forall l acc, Permutation (terms (fma_chain acc l)) (l ++ terms acc).
+Proof.
+  induction l as [|[x y] l IH]; intro acc; simpl; [apply Permutation_refl|].
+  eapply Permutation_trans; [apply IH|]. simpl. apply Permutation_sym, Permutation_middle.
+Qed.
+
+Lemma fma_chain_depth : forall l acc, depth (fma_chain acc l) = (length l + depth acc)%nat.
+Proof. induction l as [|[x y] l IH]; intro acc; simpl; [reflexivity|]. rewrite IH. simpl. lia. Qed.
+
+Lemma fma_chain_nonempty : forall l acc, l <> [] -> terms (fma_chain acc l) <> [].
+Proof.
+  intros l acc Hl H. pose proof (Permutation_length (fma_chain_terms l acc)) as E.
+  rewrite H in E. rewrite app_length in E. destruct l; [congruence|simpl in E; lia].
+Qed.
+
+Lemma split_k_fold :
+  forall cs t L, (1 <= depth t)%nat -> terms t <> [] ->
+  Forall (fun c => c <> [] /\ (length c <= L)%nat) cs ->
+  Permutation (terms (fold_left (fun s c => DAdd s (fma_chain DZero c)) cs t)) (terms t ++ concat cs) /\
+  (depth (fold_left (fun s c => DAdd s (fma_chain DZero c)) cs t) <= Nat.max (depth t) L + length cs)%nat /\
+  terms (fold_left (fun s c => DAdd s (fma_chain DZero c)) cs t) <> [].
+Proof.
+  induction cs as [|c cs IH]; intros t L Hd Ht Hc; simpl.
+  - rewrite app_nil_r. repeat split; [apply Permutation_refl|lia|exact Ht].
+  - inversion Hc as [|? ? [Hne HL] Hcs]; subst.
+    assert (Hct : terms (fma_chain DZero c) <> []) by now apply fma_chain_nonempty.
+    assert (Hd' : (1 <= depth (DAdd t (fma_chain DZero c)))%nat).
+    { simpl. destruct (terms t); [congruence|]. destruct (terms (fma_chain DZero c)); [congruence|]. lia. }
+    assert (Ht' : terms (DAdd t (fma_chain DZero c)) <> []).
+    { simpl. intro H. apply app_eq_nil in H. tauto. }
+    destruct (IH _ L Hd' Ht' Hcs) as (Hp & Hdp & Hne').
+    repeat split; [| |exact Hne'].
+    + eapply Permutation_trans; [exact Hp|]. simpl. rewrite <- app_assoc.
+      apply Permutation_app_head. apply Permutation_app_tail.
+      eapply Permutation_trans; [apply fma_chain_terms|]. simpl. rewrite app_nil_r. apply Permutation_refl.
+    + eapply Nat.le_trans; [exact Hdp|].
+      simpl depth. destruct (terms t) as [|a la]; [congruence|].
+      destruct (terms (fma_chain DZero c)) as [|b lb] eqn:E; [congruence|].
+      rewrite fma_chain_depth. simpl depth. lia.
+Qed.
+
+(** [B1] for the split-K order: S >= 1 nonempty chunks of at most L products each: every
+    product passes through at most L + S - 1 roundings, and the bound holds with
+    gamma_{L+S-1}. *)
+Theorem B1_split_k_depth :
+  forall (chunks : list (list (R * R))) (L : nat),
+  chunks <> [] -> Forall (fun c => c <> [] /\ (length c <= L)%nat) chunks ->
+  Permutation (terms (split_k chunks)) (concat chunks) /\
+  (depth (split_k chunks) <= L + length chunks - 1)%nat.
+Proof.
+  intros chunks L Hne Hc. destruct chunks as [|c0 cs]; [congruence|].
+  inversion Hc as [|? ? [Hc0 HL0] Hcs]; subst. simpl split_k.
+  assert (Hd0 : depth (fma_chain DZero c0) = length c0) by (rewrite fma_chain_depth; simpl; lia).
+  assert (Hd1 : (1 <= depth (fma_chain DZero c0))%nat) by (rewrite Hd0; destruct c0; [congruence|simpl; lia]).
+  destruct (split_k_fold cs (fma_chain DZero c0) L Hd1 (fma_chain_nonempty c0 DZero Hc0) Hcs) as (Hp & Hd & _).
+  split.
+  - eapply Permutation_trans; [exact Hp|]. simpl. apply Permutation_app_tail.
+    eapply Permutation_trans; [apply fma_chain_terms|]. simpl. rewrite app_nil_r. apply Permutation_refl.
+  - simpl length. rewrite Hd0 in Hd. lia.
+Qed.
+
+(** The count L + S - 1 <= n of spec/bounds.md: with the first chunk exactly L products and
+    every other chunk nonempty, n = L + sum over the others of their sizes >= L + S - 1.
+    (G2's shapes: S = 1 with L = n, or S >= 2 chunks of L but the last.) *)
+Theorem B1_split_k_count :
+  forall (chunks : list (list (R * R))) (L : nat),
+  Forall (fun c => c <> []) chunks -> (exists c0 cs, chunks = c0 :: cs /\ length c0 = L) ->
+  (L + length chunks - 1 <= length (concat chunks))%nat.
+Proof.
+  intros chunks L Hne (c0 & cs & -> & HL). simpl. rewrite app_length, HL.
+  inversion Hne as [|? ? _ Hcs]; subst.
+  assert (length cs <= length (concat cs))%nat.
+  { clear -Hcs. induction cs as [|c cs IH]; simpl; [lia|].
+    inversion Hcs; subst. rewrite app_length. destruct c; [congruence|simpl]. specialize (IH H2). lia. }
+  lia.
+Qed.
+
+(** [B1] split-K corollary: the split-K order of n products, cut as G2 cuts it (S >= 1
+    nonempty chunks, the first of exactly L, none longer), satisfies B1 with gamma_n (and
+    with gamma_{L+S-1} <= gamma_n). *)
+Theorem B1_split_k :
+  forall (chunks : list (list (R * R))) (L : nat),
+  chunks <> [] -> Forall (fun c => c <> [] /\ (length c <= L)%nat) chunks ->
+  (exists c0 cs, chunks = c0 :: cs /\ length c0 = L) ->
+  let n := length (concat chunks) in
+  INR n * u < 1 ->
+  (L + length chunks - 1 <= n)%nat /\
+  Rabs (eval (split_k chunks) - sum_prod (concat chunks)) <=
+    gamma (L + length chunks - 1) * sum_abs (concat chunks) + (1 + gamma (L + length chunks - 1)) * INR n * eta /\
+  Rabs (eval (split_k chunks) - sum_prod (concat chunks)) <=
+    gamma n * sum_abs (concat chunks) + (1 + gamma n) * INR n * eta.
+Proof.
+  intros chunks L Hne Hc Hfirst n Hu1.
+  pose proof u_pos. pose proof eta_pos.
+  destruct (B1_split_k_depth chunks L Hne Hc) as (Hp & Hd).
+  assert (Hcount : (L + length chunks - 1 <= n)%nat).
+  { apply B1_split_k_count; [|exact Hfirst]. eapply Forall_impl; [|exact Hc]. intros a [Ha _]; exact Ha. }
+  assert (Hlen : length (terms (split_k chunks)) = n) by apply (Permutation_length Hp).
+  set (k := (L + length chunks - 1)%nat) in *.
+  assert (Hku : INR k * u < 1).
+  { eapply Rle_lt_trans; [|exact Hu1]. apply Rmult_le_compat_r; [lra|]. now apply le_INR. }
+  assert (Hdu : INR (depth (split_k chunks)) * u < 1).
+  { eapply Rle_lt_trans; [|exact Hku]. apply Rmult_le_compat_r; [lra|]. now apply le_INR. }
+  pose proof (B1_dot_bound_depth _ Hdu) as Hb.
+  rewrite (sum_prod_perm _ _ Hp), (sum_abs_perm _ _ Hp), Hlen in Hb.
+  pose proof (sum_abs_nonneg (concat chunks)). pose proof (pos_INR n).
+  pose proof (gamma_mono _ _ Hd Hku). pose proof (gamma_nonneg _ Hdu).
+  pose proof (gamma_mono _ _ Hcount Hu1).
+  split; [exact Hcount|split].
+  - eapply Rle_trans; [exact Hb|].
+    apply Rplus_le_compat; [apply Rmult_le_compat_r; lra|].
+    apply Rmult_le_compat_r; [lra|]. apply Rmult_le_compat_r; lra.
+  - eapply Rle_trans; [exact Hb|].
+    apply Rplus_le_compat; [apply Rmult_le_compat_r; lra|].
+    apply Rmult_le_compat_r; [lra|]. apply Rmult_le_compat_r; lra.
+Qed.
+
+(** *** B1 on IEEE 754 binary32 itself *)
+
+Section B1_binary32.
+Import BinarySingleNaN.
+
+(** The same trees over Flocq's IEEE binary32 (arithmetic.v [b32]), in round-to-nearest-even:
+    Bmult for a product, Bfma for an FMA, Bplus for a sum, +0 to start from. *)
+Inductive b32_tree : Type :=
+| BZero : b32_tree
+| BProd : b32 -> b32 -> b32_tree
+| BFma : b32 -> b32 -> b32_tree -> b32_tree
+| BAdd : b32_tree -> b32_tree -> b32_tree.
+
+Fixpoint beval (t : b32_tree) : b32 :=
+  match t with
+  | BZero => B754_zero false
+  | BProd x y => Bmult mode_NE x y
+  | BFma x y s => Bfma mode_NE x y (beval s)
+  | BAdd l r => Bplus mode_NE (beval l) (beval r)
+  end.
+
+(** No overflow, inputs finite: every node's result and every FMA's inputs are finite. *)
+Fixpoint no_overflow (t : b32_tree) : Prop :=
+  match t with
+  | BZero => True
+  | BProd x y => is_finite (Bmult mode_NE x y) = true
+  | BFma x y s => is_finite x = true /\ is_finite y = true /\
+                  is_finite (Bfma mode_NE x y (beval s)) = true /\ no_overflow s
+  | BAdd l r => is_finite (Bplus mode_NE (beval l) (beval r)) = true /\ no_overflow l /\ no_overflow r
+  end.
+
+Fixpoint to_reals (t : b32_tree) : dot_tree :=
+  match t with
+  | BZero => DZero
+  | BProd x y => DProd (B2R x) (B2R y)
+  | BFma x y s => DFma (B2R x) (B2R y) (to_reals s)
+  | BAdd l r => DAdd (to_reals l) (to_reals r)
+  end.
+
+Lemma beval_reals : forall t, no_overflow t -> is_finite (beval t) = true /\ B2R (beval t) = eval (to_reals t).
+Proof.
+  induction t as [| x y | x y s IH | l IHl r IHr]; simpl; intro H.
+  - split; reflexivity.
+  - split; [exact H|]. apply (A1_binary32_ops x y x). exact H.
+  - destruct H as (Hx & Hy & Hf & Hs). destruct (IH Hs) as (Hsf & Hsv).
+    split; [exact Hf|]. rewrite <- Hsv. apply (A1_binary32_ops x y (beval s)); assumption.
+  - destruct H as (Hf & Hl & Hr). destruct (IHl Hl) as (Hlf & Hlv). destruct (IHr Hr) as (Hrf & Hrv).
+    split; [exact Hf|]. rewrite <- Hlv, <- Hrv. apply (A1_binary32_ops (beval l) (beval r) (beval l)); assumption.
+Qed.
+
+(** [B1] on binary32: for x, y binary32 vectors of length n and any IEEE evaluation tree of
+    their dot product that does not overflow, the bound of B1. *)
+Theorem B1_dot_bound_binary32 :
+  forall (x y : list b32) (t : b32_tree),
+  length x = length y -> no_overflow t ->
+  Permutation (terms (to_reals t)) (combine (map B2R x) (map B2R y)) ->
+  INR (length x) * u < 1 ->
+  is_finite (beval t) = true /\
+  Rabs (B2R (beval t) - sum_prod (combine (map B2R x) (map B2R y))) <=
+    gamma (length x) * sum_abs (combine (map B2R x) (map B2R y)) + (1 + gamma (length x)) * INR (length x) * eta.
+Proof.
+  intros x y t Hxy Hno Hp Hu1.
+  destruct (beval_reals t Hno) as (Hf & Hv). split; [exact Hf|]. rewrite Hv.
+  pose proof (B1_dot_bound (map B2R x) (map B2R y) (to_reals t)) as Hb.
+  rewrite !map_length in Hb. apply Hb; assumption.
+Qed.
+
+End B1_binary32.
