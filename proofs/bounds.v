@@ -480,3 +480,208 @@ Proof.
 Qed.
 
 End B1_binary32.
+
+(** ** Relative factors: products of (1 + delta)^(+-1) (Higham, Lemma 3.1) *)
+
+(** [rel m r]: r = 1 + theta with |theta| <= gamma_m. *)
+Definition rel (m : nat) (r : R) : Prop := Rabs (r - 1) <= gamma m.
+
+Lemma rel_delta : forall d, Rabs d <= u -> rel 1 (1 + d).
+Proof.
+  intros d Hd. unfold rel. replace (1 + d - 1) with d by ring.
+  eapply Rle_trans; [exact Hd|]. apply u_le_gamma; [lia|]. simpl. pose proof u_small. pose proof u_pos. lra.
+Qed.
+
+Lemma rel_inv_delta : forall d, Rabs d <= u -> rel 1 (/ (1 + d)).
+Proof.
+  intros d Hd. unfold rel, gamma. simpl INR. rewrite Rmult_1_l.
+  pose proof u_small. pose proof u_pos.
+  assert (Hd' : - u <= d <= u) by (apply Rabs_le_inv; exact Hd).
+  replace (/ (1 + d) - 1) with (- d / (1 + d)) by (field; lra).
+  unfold Rdiv. rewrite Rabs_mult, Rabs_Ropp, Rabs_inv, (Rabs_pos_eq (1 + d)) by lra.
+  apply Rmult_le_compat; [apply Rabs_pos|apply Rlt_le, Rinv_0_lt_compat; lra|exact Hd|].
+  apply Rinv_le_contravar; lra.
+Qed.
+
+Lemma rel_one : rel 0 1.
+Proof. unfold rel. rewrite gamma_0, Rminus_diag_eq, Rabs_R0 by reflexivity. lra. Qed.
+
+Lemma rel_mul : forall j k a b, rel j a -> rel k b -> INR (j + k) * u < 1 -> rel (j + k) (a * b).
+Proof.
+  intros j k a b Ha Hb H. unfold rel in *.
+  pose proof (gamma_mul j k H) as Hm.
+  pose proof (pos_INR j). pose proof (pos_INR k). pose proof u_pos. rewrite plus_INR in H.
+  assert (Hj : INR j * u < 1) by nra. assert (Hk : INR k * u < 1) by nra.
+  pose proof (gamma_nonneg j Hj). pose proof (gamma_nonneg k Hk).
+  replace (a * b - 1) with ((a - 1) * (b - 1) + (a - 1) + (b - 1)) by ring.
+  eapply Rle_trans; [apply Rabs_triang|]. eapply Rle_trans; [apply Rplus_le_compat_r, Rabs_triang|].
+  rewrite Rabs_mult.
+  assert (Rabs (a - 1) * Rabs (b - 1) <= gamma j * gamma k) by (apply Rmult_le_compat; try apply Rabs_pos; assumption).
+  nra.
+Qed.
+
+Lemma rel_mono : forall j k a, (j <= k)%nat -> INR k * u < 1 -> rel j a -> rel k a.
+Proof. intros j k a Hjk Hk Ha. unfold rel in *. eapply Rle_trans; [exact Ha|]. now apply gamma_mono. Qed.
+
+Lemma rel_bounds : forall m r, rel m r -> Rabs r <= 1 + gamma m.
+Proof.
+  intros m r H. unfold rel in H. replace r with ((r - 1) + 1) by ring.
+  eapply Rle_trans; [apply Rabs_triang|]. rewrite Rabs_R1. lra.
+Qed.
+
+(** A value within B1's form of D, scaled by a relative factor of m roundings. *)
+Lemma rel_prop : forall m d Dh D A c r,
+  rel m r -> Rabs D <= A -> 0 <= c -> INR (d + m) * u < 1 ->
+  Rabs (Dh - D) <= gamma d * A + (1 + gamma d) * c * eta ->
+  Rabs (Dh * r - D) <= gamma (d + m) * A + (1 + gamma (d + m)) * c * eta.
+Proof.
+  intros m d Dh D A c r Hr HD Hc Hu Hdot.
+  pose proof u_pos. pose proof eta_pos. pose proof (pos_INR d). pose proof (pos_INR m).
+  assert (Hd : INR d * u < 1) by (rewrite plus_INR in Hu; nra).
+  assert (Hm : INR m * u < 1) by (rewrite plus_INR in Hu; nra).
+  pose proof (gamma_nonneg d Hd). pose proof (gamma_nonneg m Hm).
+  assert (Hmul : (1 + gamma d) * (1 + gamma m) <= 1 + gamma (d + m)) by (apply gamma_mul; exact Hu).
+  assert (HA : 0 <= A) by (eapply Rle_trans; [apply Rabs_pos|exact HD]).
+  unfold rel in Hr.
+  replace (Dh * r - D) with ((Dh - D) * r + D * (r - 1)) by ring.
+  eapply Rle_trans; [apply Rabs_triang|]. rewrite !Rabs_mult.
+  pose proof (rel_bounds m r Hr) as Hrb.
+  assert (K1 : Rabs (Dh - D) * Rabs r <= (gamma d * A + (1 + gamma d) * c * eta) * (1 + gamma m))
+    by (apply Rmult_le_compat; try apply Rabs_pos; assumption).
+  assert (K2 : Rabs D * Rabs (r - 1) <= A * gamma m) by (apply Rmult_le_compat; try apply Rabs_pos; assumption).
+  assert (K3 : (1 + gamma d) * c * eta * (1 + gamma m) <= (1 + gamma (d + m)) * c * eta).
+  { replace ((1 + gamma d) * c * eta * (1 + gamma m)) with ((1 + gamma d) * (1 + gamma m) * (c * eta)) by ring.
+    replace ((1 + gamma (d + m)) * c * eta) with ((1 + gamma (d + m)) * (c * eta)) by ring.
+    apply Rmult_le_compat_r; [nra|exact Hmul]. }
+  assert (K4 : gamma d * A * (1 + gamma m) + A * gamma m <= gamma (d + m) * A).
+  { replace (gamma d * A * (1 + gamma m) + A * gamma m) with (((1 + gamma d) * (1 + gamma m) - 1) * A) by ring.
+    apply Rmult_le_compat_r; lra. }
+  nra.
+Qed.
+
+(** ** [B3] RoPE rotation *)
+
+(** The rotation's two outputs are dot products of length 2; a subtraction of two rounded
+    products is such a tree (rounding is odd), and so is an FMA over a rounded product. *)
+Lemma B3_forms_are_trees : forall x0 x1 c s,
+  rnd (rnd (x0 * c) - rnd (x1 * s)) = eval (DAdd (DProd x0 c) (DProd (- x1) s)) /\
+  rnd (x0 * c - rnd (x1 * s)) = eval (DFma x0 c (DProd (- x1) s)) /\
+  rnd (- x1 * s + rnd (x0 * c)) = eval (DFma (- x1) s (DProd x0 c)) /\
+  rnd (rnd (x0 * s) + rnd (x1 * c)) = eval (DAdd (DProd x0 s) (DProd x1 c)).
+Proof.
+  intros. simpl. unfold Rminus.
+  replace (- x1 * s) with (- (x1 * s)) by ring. rewrite !rnd_opp. repeat split; reflexivity.
+Qed.
+
+(** [B3]: each output of the rotation with table values c, s, in any tree of its two
+    products (two products and a sum, or an FMA):
+    gamma_2 (|x0 c| + |x1 s|) + 2 (1 + gamma_2) eta. *)
+Theorem B3_rope_bound : forall x0 x1 c s t,
+  (Permutation (terms t) [(x0, c); (- x1, s)] ->
+     Rabs (eval t - (x0 * c - x1 * s)) <= gamma 2 * (Rabs (x0 * c) + Rabs (x1 * s)) + (1 + gamma 2) * 2 * eta) /\
+  (Permutation (terms t) [(x0, s); (x1, c)] ->
+     Rabs (eval t - (x0 * s + x1 * c)) <= gamma 2 * (Rabs (x0 * s) + Rabs (x1 * c)) + (1 + gamma 2) * 2 * eta).
+Proof.
+  intros x0 x1 c s t.
+  assert (H2 : INR 2 * u < 1) by (pose proof u_small; pose proof u_pos; simpl; lra).
+  split; intro Hp.
+  - pose proof (B1_dot_bound [x0; - x1] [c; s] t eq_refl Hp H2) as H. simpl in H.
+    replace (- x1 * s) with (- (x1 * s)) in H by ring. rewrite Rabs_Ropp in H.
+    replace (x0 * c + (- (x1 * s) + 0)) with (x0 * c - x1 * s) in H by ring.
+    replace (Rabs (x0 * c) + (Rabs (x1 * s) + 0)) with (Rabs (x0 * c) + Rabs (x1 * s)) in H by ring.
+    replace (1 + 1) with 2 in H by ring. exact H.
+  - pose proof (B1_dot_bound [x0; x1] [s; c] t eq_refl Hp H2) as H. simpl in H.
+    replace (x0 * s + (x1 * c + 0)) with (x0 * s + x1 * c) in H by ring.
+    replace (Rabs (x0 * s) + (Rabs (x1 * c) + 0)) with (Rabs (x0 * s) + Rabs (x1 * c)) in H by ring.
+    replace (1 + 1) with 2 in H by ring. exact H.
+Qed.
+
+(** ** [B7] Weighted sum of values *)
+
+(** [B7]: out_i = sum_p a_p v_{p,i} in any order is B1 over the probabilities a and the
+    value column v (n_pos terms). *)
+Theorem B7_weighted_sum_bound :
+  forall (a v : list R) (t : dot_tree),
+  length a = length v -> Permutation (terms t) (combine a v) -> INR (length a) * u < 1 ->
+  Rabs (eval t - sum_prod (combine a v)) <=
+    gamma (length a) * sum_abs (combine a v) + (1 + gamma (length a)) * INR (length a) * eta.
+Proof. intros. now apply B1_dot_bound. Qed.
+
+(** ** [B10] The cross-backend contract *)
+
+(** [B10]: two results within B and B' of the same exact value are within B + B' of each other
+    (2B for one bound shared by every conforming order). *)
+Theorem B10_cross_backend : forall ref opt exact B B',
+  Rabs (ref - exact) <= B -> Rabs (opt - exact) <= B' -> Rabs (ref - opt) <= B + B'.
+Proof.
+  intros ref opt exact B B' H1 H2.
+  replace (ref - opt) with ((ref - exact) - (opt - exact)) by ring.
+  eapply Rle_trans; [apply Rabs_triang|]. rewrite Rabs_Ropp. lra.
+Qed.
+
+(** ** [B9] Logits *)
+
+(** One term j of logit row i: the weight W_ij, the backend's normed value y'_j (what its
+    matmul multiplies), the reference's normed value yr_j, the exact y_j, and the B2 bound b_j. *)
+Record logit_term := mk_lt { lw : R; lyb : R; lyr : R; lye : R; lb : R }.
+
+Definition lsum (f : logit_term -> R) (l : list logit_term) : R := fold_right (fun x s => f x + s) 0 l.
+
+Lemma lsum_le : forall f g l, (forall x, In x l -> f x <= g x) -> lsum f l <= lsum g l.
+Proof.
+  intros f g l H. induction l as [|x l IH]; simpl; [lra|].
+  apply Rplus_le_compat; [apply H; now left|apply IH; intros y Hy; apply H; now right].
+Qed.
+
+Lemma lsum_abs : forall f l, Rabs (lsum f l) <= lsum (fun x => Rabs (f x)) l.
+Proof.
+  intros f l. induction l as [|x l IH]; simpl; [rewrite Rabs_R0; lra|].
+  eapply Rle_trans; [apply Rabs_triang|]. lra.
+Qed.
+
+Lemma lsum_minus : forall f g l, lsum f l - lsum g l = lsum (fun x => f x - g x) l.
+Proof. intros f g l. induction l as [|x l IH]; simpl; [ring|]. rewrite <- IH. ring. Qed.
+
+Lemma sum_prod_lsum : forall l, sum_prod (map (fun x => (lw x, lyb x)) l) = lsum (fun x => lw x * lyb x) l.
+Proof. induction l as [|x l IH]; simpl; [reflexivity|]. now rewrite IH. Qed.
+
+Lemma sum_abs_lsum : forall l, sum_abs (map (fun x => (lw x, lyb x)) l) = lsum (fun x => Rabs (lw x * lyb x)) l.
+Proof. induction l as [|x l IH]; simpl; [reflexivity|]. now rewrite IH. Qed.
+
+(** [B9]: if the backend's normed vector and the reference's are both within b_j (B2) of the
+    exact normed vector, the backend's logit (B1 at its own y', any order) is within
+    gamma_n sum_j |W_ij| (|yr_j| + 2 b_j) + (1 + gamma_n) n eta + sum_j |W_ij| b_j of the exact
+    logit sum_j W_ij y_j. *)
+Theorem B9_logits_bound :
+  forall (l : list logit_term) (t : dot_tree),
+  Forall (fun x => Rabs (lyb x - lye x) <= lb x /\ Rabs (lyr x - lye x) <= lb x) l ->
+  Permutation (terms t) (map (fun x => (lw x, lyb x)) l) ->
+  INR (length l) * u < 1 ->
+  Rabs (eval t - lsum (fun x => lw x * lye x) l) <=
+    gamma (length l) * lsum (fun x => Rabs (lw x) * (Rabs (lyr x) + 2 * lb x)) l +
+    (1 + gamma (length l)) * INR (length l) * eta + lsum (fun x => Rabs (lw x) * lb x) l.
+Proof.
+  intros l t Hf Hp Hu.
+  assert (Hlen : (length (terms t) <= length l)%nat) by (rewrite (Permutation_length Hp), map_length; lia).
+  pose proof (B1_dot_bound_tree t (length l) Hlen Hu) as H.
+  rewrite (sum_prod_perm _ _ Hp), (sum_abs_perm _ _ Hp), sum_prod_lsum, sum_abs_lsum in H.
+  assert (Hg : 0 <= gamma (length l)) by (apply gamma_nonneg; exact Hu).
+  assert (Habs : lsum (fun x => Rabs (lw x * lyb x)) l <= lsum (fun x => Rabs (lw x) * (Rabs (lyr x) + 2 * lb x)) l).
+  { apply lsum_le. intros x Hx. rewrite Forall_forall in Hf. destruct (Hf x Hx) as (H1 & H2).
+    rewrite Rabs_mult. apply Rmult_le_compat_l; [apply Rabs_pos|].
+    replace (lyb x) with ((lyb x - lye x) + (lye x - lyr x) + lyr x) by ring.
+    eapply Rle_trans; [apply Rabs_triang|]. eapply Rle_trans; [apply Rplus_le_compat_r, Rabs_triang|].
+    rewrite <- Rabs_Ropp, Ropp_minus_distr in H2. lra. }
+  assert (Hprop : Rabs (lsum (fun x => lw x * lyb x) l - lsum (fun x => lw x * lye x) l) <= lsum (fun x => Rabs (lw x) * lb x) l).
+  { rewrite lsum_minus. eapply Rle_trans; [apply lsum_abs|]. apply lsum_le. intros x Hx.
+    rewrite Forall_forall in Hf. destruct (Hf x Hx) as (H1 & _).
+    replace (lw x * lyb x - lw x * lye x) with (lw x * (lyb x - lye x)) by ring.
+    rewrite Rabs_mult. apply Rmult_le_compat_l; [apply Rabs_pos|exact H1]. }
+  replace (eval t - lsum (fun x => lw x * lye x) l) with
+    ((eval t - lsum (fun x => lw x * lyb x) l) + (lsum (fun x => lw x * lyb x) l - lsum (fun x => lw x * lye x) l)) by ring.
+  eapply Rle_trans; [apply Rabs_triang|].
+  assert (gamma (length l) * lsum (fun x => Rabs (lw x * lyb x)) l <=
+          gamma (length l) * lsum (fun x => Rabs (lw x) * (Rabs (lyr x) + 2 * lb x)) l)
+    by (apply Rmult_le_compat_l; assumption).
+  lra.
+Qed.
