@@ -685,3 +685,200 @@ Proof.
     by (apply Rmult_le_compat_l; assumption).
   lra.
 Qed.
+
+(** ** [B4] Attention score q.k / sqrt d *)
+
+Definition sum_abs_snd (l : list (R * R)) : R := fold_right (fun p s => Rabs (snd p) + s) 0 l.
+
+Lemma sum_abs_snd_nonneg : forall l, 0 <= sum_abs_snd l.
+Proof. induction l as [|p l IH]; simpl; [lra|]. pose proof (Rabs_pos (snd p)). lra. Qed.
+
+(** The scale: fl(sqrt d) and fl(1 / fl(sqrt d)) are normal (1 <= d < 2^24): relative
+    errors only. *)
+Lemma scale_model : forall d, (1 <= d)%nat -> INR d * u < 1 ->
+  let sd := rnd (sqrt (INR d)) in
+  1 <= sqrt (INR d) /\
+  exists d1 d2, Rabs d1 <= u /\ Rabs d2 <= u /\ sd = sqrt (INR d) * (1 + d1) /\ rnd (1 / sd) = 1 / sd * (1 + d2).
+Proof.
+  intros d Hd Hu sd.
+  pose proof u_small. pose proof u_pos.
+  assert (H1 : 1 <= INR d) by (apply (le_INR 1); exact Hd).
+  assert (Hsq1 : 1 <= sqrt (INR d)) by (rewrite <- sqrt_1; apply sqrt_le_1_alt; lra).
+  assert (Hsq : sqrt (INR d) <= 4096).
+  { replace 4096 with (sqrt (4096 * 4096)) by (rewrite sqrt_square; lra).
+    apply sqrt_le_1_alt. rewrite u_val in Hu. apply Rmult_lt_compat_r with (r := 16777216) in Hu; [|lra].
+    rewrite Rmult_assoc, Rinv_l in Hu by lra. lra. }
+  assert (Hb : bpow radix2 (-126) <= 1) by (simpl; lra).
+  destruct (A1_normal_relative (sqrt (INR d))) as (d1 & Hd1 & Hr1).
+  { rewrite Rabs_pos_eq by lra. lra. }
+  assert (Hsd : sd = sqrt (INR d) * (1 + d1)) by exact Hr1.
+  assert (Hd1' : - u <= d1 <= u) by (apply Rabs_le_inv; exact Hd1).
+  assert (Hsdpos : 0 < sd) by (rewrite Hsd; nra).
+  assert (Hsdle : sd <= 8192) by (rewrite Hsd; nra).
+  destruct (A1_normal_relative (1 / sd)) as (d2 & Hd2 & Hr2).
+  { rewrite Rabs_pos_eq by (unfold Rdiv; rewrite Rmult_1_l; apply Rlt_le, Rinv_0_lt_compat; lra).
+    simpl. unfold Rdiv. rewrite Rmult_1_l. apply Rle_trans with (/ 8192); [lra|].
+    apply Rinv_le_contravar; lra. }
+  split; [exact Hsq1|]. exists d1, d2. repeat split; assumption.
+Qed.
+
+(** q pre-scaled by c: each term fl(q_i c) k_i is q_i k_i rho_i / sqrt d + e_i k_i. *)
+Lemma prescale_terms : forall (l : list (R * R)) c sq,
+  0 < sq -> (forall d3, Rabs d3 <= u -> rel 3 (c * sq * (1 + d3))) ->
+  Rabs (sum_prod (map (fun p => (rnd (fst p * c), snd p)) l) - sum_prod l / sq) <=
+    gamma 3 * sum_abs l / sq + eta * sum_abs_snd l /\
+  sum_abs (map (fun p => (rnd (fst p * c), snd p)) l) <= (1 + gamma 3) * sum_abs l / sq + eta * sum_abs_snd l.
+Proof.
+  intros l c sq Hsq Hrel. pose proof eta_pos.
+  induction l as [|[q k] l IH]; simpl.
+  - unfold Rdiv. rewrite Rmult_0_l, Rminus_0_r, Rabs_R0, !Rmult_0_r, Rmult_0_l, Rplus_0_r. lra.
+  - destruct IH as (IH1 & IH2).
+    destruct (A1_standard_model (q * c)) as (d3 & e3 & Hd3 & He3 & _ & Hr). rewrite Hr.
+    specialize (Hrel d3 Hd3). pose proof (rel_bounds 3 _ Hrel) as Hrb. unfold rel in Hrel.
+    set (rho := c * sq * (1 + d3)) in *.
+    assert (Ht : (q * c * (1 + d3) + e3) * k = q * k * rho / sq + e3 * k) by (unfold rho; field; lra).
+    rewrite Ht.
+    assert (Hinv : 0 < / sq) by (apply Rinv_0_lt_compat; lra).
+    assert (Hek : Rabs (e3 * k) <= eta * Rabs k) by (rewrite Rabs_mult; apply Rmult_le_compat_r; [apply Rabs_pos|exact He3]).
+    split.
+    + replace (q * k * rho / sq + e3 * k + sum_prod (map (fun p => (rnd (fst p * c), snd p)) l) - (q * k + sum_prod l) / sq)
+        with ((q * k) * (rho - 1) * / sq + e3 * k + (sum_prod (map (fun p => (rnd (fst p * c), snd p)) l) - sum_prod l / sq))
+        by (field; lra).
+      eapply Rle_trans; [apply Rabs_triang|]. eapply Rle_trans; [apply Rplus_le_compat_r, Rabs_triang|].
+      rewrite !Rabs_mult, (Rabs_pos_eq (/ sq)) by lra.
+      assert (Rabs (q * k) * Rabs (rho - 1) * / sq <= Rabs (q * k) * gamma 3 * / sq).
+      { apply Rmult_le_compat_r; [lra|]. apply Rmult_le_compat_l; [apply Rabs_pos|exact Hrel]. }
+      unfold Rdiv in *. simpl fst in *. simpl snd in *. rewrite Rabs_mult in Hek, H0.
+      replace (gamma 3 * (Rabs q * Rabs k + sum_abs l) * / sq + eta * (Rabs k + sum_abs_snd l)) with
+        (gamma 3 * (Rabs q * Rabs k) * / sq + eta * Rabs k + (gamma 3 * sum_abs l * / sq + eta * sum_abs_snd l)) by ring.
+      lra.
+    + assert (T1 : Rabs (q * k * rho / sq + e3 * k) <= (1 + gamma 3) * (Rabs q * Rabs k) * / sq + eta * Rabs k).
+      { eapply Rle_trans; [apply Rabs_triang|]. apply Rplus_le_compat; [|exact Hek].
+        unfold Rdiv. rewrite !Rabs_mult, (Rabs_pos_eq (/ sq)) by lra.
+        apply Rmult_le_compat_r; [lra|].
+        replace ((1 + gamma 3) * (Rabs q * Rabs k)) with (Rabs q * Rabs k * (1 + gamma 3)) by ring.
+        apply Rmult_le_compat_l; [apply Rmult_le_pos; apply Rabs_pos|exact Hrb]. }
+      simpl fst. simpl snd. unfold Rdiv in *. rewrite Rabs_mult.
+      replace ((1 + gamma 3) * (Rabs q * Rabs k + sum_abs l) * / sq + eta * (Rabs k + sum_abs_snd l)) with
+        ((1 + gamma 3) * (Rabs q * Rabs k) * / sq + eta * Rabs k + ((1 + gamma 3) * sum_abs l * / sq + eta * sum_abs_snd l)) by ring.
+      lra.
+Qed.
+
+(** The B4 bound. *)
+Definition score_bound (qk : list (R * R)) : R :=
+  let d := length qk in
+  gamma (d + 3) * sum_abs qk / sqrt (INR d) +
+  (1 + gamma (d + 3)) * (2 * INR d + 1 + (1 + u) * sum_abs_snd qk) * eta.
+
+(** The rounded result of D^ times a relative factor of 3 roundings over sqrt d, plus one
+    absolute error: within the B4 bound. *)
+Lemma score_finish : forall qk t rho e,
+  let d := length qk in
+  (1 <= d)%nat -> INR (d + 3) * u < 1 -> Permutation (terms t) qk ->
+  rel 3 rho -> Rabs e <= eta ->
+  Rabs (eval t * rho / sqrt (INR d) + e - sum_prod qk / sqrt (INR d)) <= score_bound qk.
+Proof.
+  intros qk t rho e d Hd Hu Hp Hr He.
+  pose proof u_pos. pose proof eta_pos.
+  assert (Hdu : INR d * u < 1) by (rewrite plus_INR in Hu; pose proof (pos_INR 3); nra).
+  assert (Hlen : (length (terms t) <= d)%nat) by (rewrite (Permutation_length Hp); lia).
+  pose proof (B1_dot_bound_tree t d Hlen Hdu) as Hdot.
+  rewrite (sum_prod_perm _ _ Hp), (sum_abs_perm _ _ Hp) in Hdot.
+  pose proof (rel_prop 3 d (eval t) (sum_prod qk) (sum_abs qk) (INR d) rho Hr (sum_prod_le_abs qk) (pos_INR d) Hu Hdot) as Hrp.
+  assert (H1 : 1 <= INR d) by (apply (le_INR 1); exact Hd).
+  assert (Hsq1 : 1 <= sqrt (INR d)) by (rewrite <- sqrt_1; apply sqrt_le_1_alt; lra).
+  pose proof (gamma_nonneg (d + 3) Hu). pose proof (sum_abs_nonneg qk). pose proof (sum_abs_snd_nonneg qk).
+  replace (eval t * rho / sqrt (INR d) + e - sum_prod qk / sqrt (INR d))
+    with ((eval t * rho - sum_prod qk) / sqrt (INR d) + e) by (field; lra).
+  eapply Rle_trans; [apply Rabs_triang|].
+  unfold Rdiv. rewrite Rabs_mult, (Rabs_pos_eq (/ sqrt (INR d))) by (apply Rlt_le, Rinv_0_lt_compat; lra).
+  unfold score_bound. fold d.
+  assert (Hinv : / sqrt (INR d) <= 1) by (rewrite <- Rinv_1; apply Rinv_le_contravar; lra).
+  assert (Hinv0 : 0 < / sqrt (INR d)) by (apply Rinv_0_lt_compat; lra).
+  assert (K1 : Rabs (eval t * rho - sum_prod qk) * / sqrt (INR d) <=
+               gamma (d + 3) * sum_abs qk * / sqrt (INR d) + (1 + gamma (d + 3)) * INR d * eta * / sqrt (INR d)).
+  { rewrite <- Rmult_plus_distr_r. apply Rmult_le_compat_r; lra. }
+  assert (K2 : (1 + gamma (d + 3)) * INR d * eta * / sqrt (INR d) <= (1 + gamma (d + 3)) * INR d * eta).
+  { rewrite <- (Rmult_1_r ((1 + gamma (d + 3)) * INR d * eta)) at 2. apply Rmult_le_compat_l; [|exact Hinv].
+    apply Rmult_le_pos; [|lra]. apply Rmult_le_pos; [lra|]. apply pos_INR. }
+  assert (K3 : (1 + u) * sum_abs_snd qk * eta >= 0) by (apply Rle_ge; apply Rmult_le_pos; [|lra]; apply Rmult_le_pos; lra).
+  assert (K4 : (1 + gamma (d + 3)) * (2 * INR d + 1 + (1 + u) * sum_abs_snd qk) * eta >=
+               (1 + gamma (d + 3)) * INR d * eta + eta).
+  { assert (0 <= (1 + gamma (d + 3)) * ((INR d + (1 + u) * sum_abs_snd qk) * eta) + gamma (d + 3) * eta)
+      by (apply Rplus_le_le_0_compat; apply Rmult_le_pos; try lra; apply Rmult_le_pos; try lra;
+          apply Rplus_le_le_0_compat; [apply pos_INR|apply Rmult_le_pos; lra]).
+    nra. }
+  lra.
+Qed.
+
+(** [B4], for each of the three scale paths the clause names, with any tree for the dot:
+    (a) the reference, fl(fl(q.k) * fl(1 / fl(sqrt d)));
+    (b) fl(fl(q.k) / fl(sqrt d));
+    (c) q pre-scaled, fl(q_i * fl(1 / fl(sqrt d))), then the dot in any tree:
+    |s^ - q.k / sqrt d| <= gamma_{d+3} sum |q_i k_i| / sqrt d
+                           + (1 + gamma_{d+3}) (2d + 1 + (1 + u) sum |k_i|) eta. *)
+Theorem B4_score_bound :
+  forall (qk : list (R * R)) (t : dot_tree),
+  let d := length qk in
+  (1 <= d)%nat -> INR (d + 3) * u < 1 ->
+  let sd := rnd (sqrt (INR d)) in
+  let c := rnd (1 / sd) in
+  (Permutation (terms t) qk -> Rabs (rnd (eval t * c) - sum_prod qk / sqrt (INR d)) <= score_bound qk) /\
+  (Permutation (terms t) qk -> Rabs (rnd (eval t / sd) - sum_prod qk / sqrt (INR d)) <= score_bound qk) /\
+  (Permutation (terms t) (map (fun p => (rnd (fst p * c), snd p)) qk) ->
+     Rabs (eval t - sum_prod qk / sqrt (INR d)) <= score_bound qk).
+Proof.
+  intros qk t d Hd Hu sd c.
+  pose proof u_pos. pose proof eta_pos. pose proof u_small.
+  assert (Hdu : INR d * u < 1) by (rewrite plus_INR in Hu; pose proof (pos_INR 3); nra).
+  assert (H3 : INR 3 * u < 1) by (simpl; lra).
+  destruct (scale_model d Hd Hdu) as (Hsq & d1 & d2 & Hd1 & Hd2 & Hsd & Hc). fold sd in Hsd, Hc. fold c in Hc.
+  assert (Hd1' : - u <= d1 <= u) by (apply Rabs_le_inv; exact Hd1).
+  assert (Hsdne : sd <> 0) by (rewrite Hsd; nra).
+  assert (Hd1ne : 1 + d1 <> 0) by lra.
+  (* c sqrt d = (1 + d2) / (1 + d1): two roundings *)
+  assert (Hcr : forall d3, Rabs d3 <= u -> rel 3 (c * sqrt (INR d) * (1 + d3))).
+  { intros d3 Hd3. rewrite Hc, Hsd.
+    replace (1 / (sqrt (INR d) * (1 + d1)) * (1 + d2) * sqrt (INR d) * (1 + d3))
+      with (/ (1 + d1) * (1 + d2) * (1 + d3)) by (field; lra).
+    apply (rel_mul 2 1); [|now apply rel_delta|exact H3].
+    apply (rel_mul 1 1); [now apply rel_inv_delta|now apply rel_delta|simpl; lra]. }
+  split; [|split].
+  - intro Hp. destruct (A1_standard_model (eval t * c)) as (d3 & e3 & Hd3 & He3 & _ & Hr).
+    rewrite Hr.
+    replace (eval t * c * (1 + d3) + e3) with (eval t * (c * sqrt (INR d) * (1 + d3)) / sqrt (INR d) + e3)
+      by (field; lra).
+    apply score_finish; try assumption. now apply Hcr.
+  - intro Hp. destruct (A1_standard_model (eval t / sd)) as (d3 & e3 & Hd3 & He3 & _ & Hr).
+    rewrite Hr, Hsd.
+    replace (eval t / (sqrt (INR d) * (1 + d1)) * (1 + d3) + e3)
+      with (eval t * (/ (1 + d1) * (1 + d3)) / sqrt (INR d) + e3) by (field; lra).
+    apply score_finish; try assumption.
+    apply (rel_mono 2 3); [lia|exact H3|].
+    apply (rel_mul 1 1); [now apply rel_inv_delta|now apply rel_delta|simpl; lra].
+  - intro Hp.
+    set (qk' := map (fun p => (rnd (fst p * c), snd p)) qk) in *.
+    assert (Hsq0 : 0 < sqrt (INR d)) by lra.
+    assert (Hcr' : forall d3, Rabs d3 <= u -> rel 3 (c * sqrt (INR d) * (1 + d3))) by exact Hcr.
+    destruct (prescale_terms qk c (sqrt (INR d)) Hsq0 Hcr') as (Ht1 & Ht2). fold qk' in Ht1, Ht2.
+    assert (Hlen : (length (terms t) <= d)%nat) by (rewrite (Permutation_length Hp); unfold qk'; rewrite map_length; lia).
+    pose proof (B1_dot_bound_tree t d Hlen Hdu) as Hdot.
+    rewrite (sum_prod_perm _ _ Hp), (sum_abs_perm _ _ Hp) in Hdot.
+    pose proof (gamma_nonneg d Hdu) as Hgd. pose proof (gamma_nonneg 3 H3) as Hg3.
+    pose proof (gamma_mul d 3 Hu) as Hgm.
+    pose proof (sum_abs_nonneg qk) as HA. pose proof (sum_abs_snd_nonneg qk) as HK.
+    set (A := sum_abs qk) in *. set (K := sum_abs_snd qk) in *.
+    assert (HAq : 0 <= A / sqrt (INR d)) by (unfold Rdiv; apply Rmult_le_pos; [lra|apply Rlt_le, Rinv_0_lt_compat; lra]).
+    replace (eval t - sum_prod qk / sqrt (INR d)) with ((eval t - sum_prod qk') + (sum_prod qk' - sum_prod qk / sqrt (INR d))) by ring.
+    eapply Rle_trans; [apply Rabs_triang|].
+    assert (K1 : gamma d * sum_abs qk' <= gamma d * ((1 + gamma 3) * A / sqrt (INR d) + eta * K))
+      by (apply Rmult_le_compat_l; assumption).
+    unfold score_bound. fold d. fold A. fold K.
+    assert (K2 : ((1 + gamma d) * (1 + gamma 3) - 1) * (A / sqrt (INR d)) <= gamma (d + 3) * (A / sqrt (INR d)))
+      by (apply Rmult_le_compat_r; lra).
+    assert (K3 : (1 + gamma d) * (INR d + K) * eta <= (1 + gamma (d + 3)) * (2 * INR d + 1 + (1 + u) * K) * eta).
+    { apply Rmult_le_compat_r; [lra|]. pose proof (pos_INR d).
+      assert (gamma d <= gamma (d + 3)) by (apply gamma_mono; [lia|exact Hu]).
+      apply Rmult_le_compat; nra. }
+    unfold Rdiv in *. nra.
+Qed.
