@@ -882,3 +882,108 @@ Proof.
       apply Rmult_le_compat; nra. }
     unfold Rdiv in *. nra.
 Qed.
+
+(** ** [B2] Sum of squares and RMSNorm *)
+
+Lemma three_factors : forall a b c A,
+  Rabs (a - 1) <= A -> Rabs (b - 1) <= u -> Rabs (c - 1) <= u ->
+  Rabs (a * b * c - 1) <= (1 + A) * (1 + u) * (1 + u) - 1.
+Proof.
+  intros a b c A Ha Hb Hc. pose proof u_pos.
+  assert (HA : 0 <= A) by (eapply Rle_trans; [apply Rabs_pos|exact Ha]).
+  replace (a * b * c - 1) with ((a - 1) * b * c + (b - 1) * c + (c - 1)) by ring.
+  assert (Hb' : Rabs b <= 1 + u) by (replace b with ((b - 1) + 1) by ring; eapply Rle_trans; [apply Rabs_triang|]; rewrite Rabs_R1; lra).
+  assert (Hc' : Rabs c <= 1 + u) by (replace c with ((c - 1) + 1) by ring; eapply Rle_trans; [apply Rabs_triang|]; rewrite Rabs_R1; lra).
+  eapply Rle_trans; [apply Rabs_triang|]. eapply Rle_trans; [apply Rplus_le_compat_r, Rabs_triang|].
+  rewrite !Rabs_mult.
+  assert (K1 : Rabs (a - 1) * Rabs b * Rabs c <= A * (1 + u) * (1 + u))
+    by (apply Rmult_le_compat; try apply Rmult_le_pos; try apply Rabs_pos; try lra;
+        apply Rmult_le_compat; try apply Rabs_pos; lra).
+  assert (K2 : Rabs (b - 1) * Rabs c <= u * (1 + u)) by (apply Rmult_le_compat; try apply Rabs_pos; lra).
+  nra.
+Qed.
+
+Definition sq_terms (x : list R) : list (R * R) := map (fun a => (a, a)) x.
+
+Lemma sq_abs : forall x, sum_abs (sq_terms x) = sum_prod (sq_terms x).
+Proof.
+  induction x as [|a x IH]; simpl; [reflexivity|]. rewrite IH.
+  rewrite Rabs_pos_eq; [reflexivity|]. apply Rle_0_sqr.
+Qed.
+
+(** The relative error bounds of B2, as the clause and rmsnorm_bounds state them. *)
+Definition rms_eps_m (n : nat) (m : R) : R := gamma (n + 2) + 4 * eta / m.
+Definition rms_eps_r (em : R) : R := (1 + u) / ((1 - u) * sqrt (1 - em)) - 1.
+Definition rms_rel (er : R) : R := (1 + er) * (1 + u) * (1 + u) - 1.
+
+(** m^ = fl(fl(ss^ / n) + eps) is within eps_m m of m = ss / n + eps. *)
+Lemma rms_mean : forall (x : list R) (t : dot_tree) (eps : R),
+  let n := length x in (1 <= n)%nat -> INR (n + 2) * u < 1 ->
+  F eps -> 0 <= eps -> Permutation (terms t) (sq_terms x) ->
+  let m := sum_prod (sq_terms x) / INR n + eps in
+  0 < m -> rms_eps_m n m < 1 ->
+  Rabs (rnd (rnd (eval t / INR n) + eps) - m) <= rms_eps_m n m * m.
+Proof.
+  intros x t eps n Hn Hu Feps Heps Hp m Hm Hem.
+  pose proof u_pos. pose proof u_small. pose proof eta_pos.
+  assert (Hnu : INR n * u < 1) by (rewrite plus_INR in Hu; pose proof (pos_INR 2); nra).
+  assert (Hlen : (length (terms t) <= n)%nat) by (rewrite (Permutation_length Hp); unfold sq_terms; rewrite map_length; lia).
+  pose proof (B1_dot_bound_tree t n Hlen Hnu) as Hdot.
+  rewrite (sum_prod_perm _ _ Hp), (sum_abs_perm _ _ Hp), sq_abs in Hdot.
+  set (ss := sum_prod (sq_terms x)) in *.
+  assert (Hss : 0 <= ss) by (unfold ss; rewrite <- sq_abs; apply sum_abs_nonneg).
+  assert (HnR : 1 <= INR n) by (apply (le_INR 1); exact Hn).
+  destruct (A1_standard_model (eval t / INR n)) as (d1 & e1 & Hd1 & He1 & _ & Hr1).
+  destruct (A1_sum_exact_underflow (rnd (eval t / INR n)) eps (F_rnd _) Feps) as (d2 & Hd2 & Hr2).
+  rewrite Hr2, Hr1.
+  pose proof (gamma_nonneg n Hnu) as Hgn.
+  assert (Hg2 : (1 + u) * ((1 + u) * (1 + gamma n)) <= 1 + gamma (n + 2)).
+  { replace (n + 2)%nat with (S (S n)) by lia.
+    assert (HS1 : INR (S n) * u < 1) by (rewrite S_INR; rewrite plus_INR in Hu; simpl in Hu; lra).
+    assert (HS2 : INR (S (S n)) * u < 1) by (replace (S (S n)) with (n + 2)%nat by lia; exact Hu).
+    pose proof (gamma_step n HS1). pose proof (gamma_step (S n) HS2).
+    apply Rle_trans with ((1 + u) * (1 + gamma (S n))); [|assumption].
+    apply Rmult_le_compat_l; lra. }
+  unfold rms_eps_m in Hem |- *.
+  assert (Hgl : gamma (n + 2) < 1) by (assert (0 <= 4 * eta / m) by (unfold Rdiv; apply Rmult_le_pos; [lra|apply Rlt_le, Rinv_0_lt_compat; lra]); lra).
+  set (sn := ss / INR n) in *.
+  assert (Hsn : 0 <= sn <= m) by (unfold m; unfold sn; split; [unfold Rdiv; apply Rmult_le_pos; [lra|apply Rlt_le, Rinv_0_lt_compat; lra]|lra]).
+  (* the error of fl(ss^ / n) against ss / n *)
+  assert (Hq : Rabs ((eval t / INR n) * (1 + d1) + e1 - sn) <= ((1 + u) * gamma n + u) * sn + ((1 + u) * (1 + gamma n) + 1) * eta).
+  { replace ((eval t / INR n) * (1 + d1) + e1 - sn) with (((eval t - ss) / INR n) * (1 + d1) + d1 * sn + e1)
+      by (unfold sn; field; lra).
+    eapply Rle_trans; [apply Rabs_triang|]. eapply Rle_trans; [apply Rplus_le_compat_r, Rabs_triang|].
+    rewrite !Rabs_mult. unfold Rdiv. rewrite Rabs_mult, (Rabs_pos_eq (/ INR n)) by (apply Rlt_le, Rinv_0_lt_compat; lra).
+    rewrite (Rabs_pos_eq sn) by lra.
+    assert (Hinv : / INR n <= 1) by (rewrite <- Rinv_1; apply Rinv_le_contravar; lra).
+    assert (Hinv0 : 0 < / INR n) by (apply Rinv_0_lt_compat; lra).
+    assert (H1d : Rabs (1 + d1) <= 1 + u) by (eapply Rle_trans; [apply Rabs_triang|]; rewrite Rabs_R1; lra).
+    assert (K1 : Rabs (eval t - ss) * / INR n <= gamma n * sn + (1 + gamma n) * eta).
+    { unfold sn. apply Rmult_le_compat_r with (r := / INR n) in Hdot; [|lra].
+      eapply Rle_trans; [exact Hdot|]. unfold Rdiv.
+      replace ((gamma n * ss + (1 + gamma n) * INR n * eta) * / INR n) with (gamma n * (ss * / INR n) + (1 + gamma n) * eta * (INR n * / INR n)) by ring.
+      rewrite Rinv_r by lra. lra. }
+    assert (K2 : Rabs (eval t - ss) * / INR n * Rabs (1 + d1) <= (gamma n * sn + (1 + gamma n) * eta) * (1 + u))
+      by (apply Rmult_le_compat; try apply Rabs_pos; try (apply Rmult_le_pos; [apply Rabs_pos|lra]); assumption).
+    assert (K3 : Rabs d1 * sn <= u * sn) by (apply Rmult_le_compat_r; lra).
+    unfold Rdiv in *. nra. }
+  replace ((eval t / INR n * (1 + d1) + e1 + eps) * (1 + d2) - m) with
+    ((eval t / INR n * (1 + d1) + e1 - sn) * (1 + d2) + d2 * m) by (unfold m, sn; ring).
+  eapply Rle_trans; [apply Rabs_triang|]. rewrite !Rabs_mult, (Rabs_pos_eq m) by lra.
+  assert (H1d : Rabs (1 + d2) <= 1 + u) by (eapply Rle_trans; [apply Rabs_triang|]; rewrite Rabs_R1; lra).
+  assert (K4 : Rabs (eval t / INR n * (1 + d1) + e1 - sn) * Rabs (1 + d2) <=
+               (((1 + u) * gamma n + u) * sn + ((1 + u) * (1 + gamma n) + 1) * eta) * (1 + u))
+    by (apply Rmult_le_compat; try apply Rabs_pos; assumption).
+  assert (K5 : Rabs d2 * m <= u * m) by (apply Rmult_le_compat_r; lra).
+  (* relative part: ((1+u)((1+u) g + u)) sn + u m <= gamma_{n+2} m *)
+  assert (K6 : ((1 + u) * gamma n + u) * sn * (1 + u) + u * m <= gamma (n + 2) * m).
+  { assert (((1 + u) * gamma n + u) * (1 + u) + u <= gamma (n + 2)) by nra.
+    assert (0 <= ((1 + u) * gamma n + u) * (1 + u)) by (apply Rmult_le_pos; nra).
+    nra. }
+  (* absolute part: (1+u)((1+u)(1+g) + 1) eta <= 4 eta = (4 eta / m) m *)
+  assert (K7 : ((1 + u) * (1 + gamma n) + 1) * eta * (1 + u) <= 4 * eta / m * m).
+  { replace (4 * eta / m * m) with (4 * eta) by (field; lra).
+    assert ((1 + u) * ((1 + u) * (1 + gamma n)) + (1 + u) <= 4) by lra.
+    nra. }
+  nra.
+Qed.
