@@ -987,3 +987,169 @@ Proof.
     nra. }
   nra.
 Qed.
+
+(** r = fl(1 / fl(sqrt m^)) for a float m^ within eps_m m of m, m^ finite (< 2^128):
+    |r sqrt m - 1| <= eps_r. *)
+Lemma rms_rsqrt : forall m mh em,
+  F mh -> 0 < m -> 0 <= em < 1 -> Rabs (mh - m) <= em * m -> mh <= bpow radix2 128 ->
+  Rabs (rnd (1 / rnd (sqrt mh)) * sqrt m - 1) <= rms_eps_r em.
+Proof.
+  intros m mh em Fmh Hm Hem Hmh Hover.
+  pose proof u_pos. pose proof u_small.
+  apply Rabs_le_inv in Hmh.
+  assert (Hmh0 : 0 < mh) by nra.
+  assert (Hlo : bpow radix2 (-149) <= mh).
+  { pose proof (F_abs_ge mh Fmh ltac:(lra)). rewrite Rabs_pos_eq in H1 by lra. exact H1. }
+  assert (Hb252 : bpow radix2 (-126) = sqrt (bpow radix2 (-252))).
+  { replace (bpow radix2 (-252)) with (bpow radix2 (-126) * bpow radix2 (-126)).
+    - rewrite sqrt_square; [reflexivity|apply bpow_ge_0].
+    - rewrite <- bpow_plus. reflexivity. }
+  assert (Hsq_lo : bpow radix2 (-126) <= sqrt mh).
+  { rewrite Hb252. apply sqrt_le_1_alt. apply Rle_trans with (bpow radix2 (-149)); [apply bpow_le; lia|exact Hlo]. }
+  assert (Hsq_hi : sqrt mh <= bpow radix2 64).
+  { replace (bpow radix2 64) with (sqrt (bpow radix2 64 * bpow radix2 64)) by (rewrite sqrt_square; [reflexivity|apply bpow_ge_0]).
+    apply sqrt_le_1_alt. rewrite <- bpow_plus. exact Hover. }
+  destruct (A1_normal_relative (sqrt mh)) as (d3 & Hd3 & Hr3).
+  { rewrite Rabs_pos_eq by (apply sqrt_pos). exact Hsq_lo. }
+  assert (Hd3' : - u <= d3 <= u) by (apply Rabs_le_inv; exact Hd3).
+  assert (Hsqpos : 0 < sqrt mh) by (apply sqrt_lt_R0; lra).
+  set (s1 := rnd (sqrt mh)) in *.
+  assert (Hs1 : 0 < s1) by (rewrite Hr3; nra).
+  assert (H64 : bpow radix2 64 = 18446744073709551616) by (simpl; lra).
+  assert (Hs1hi : s1 <= 2 * bpow radix2 64) by (rewrite Hr3; rewrite H64 in *; nra).
+  destruct (A1_normal_relative (1 / s1)) as (d4 & Hd4 & Hr4).
+  { rewrite Rabs_pos_eq by (unfold Rdiv; rewrite Rmult_1_l; apply Rlt_le, Rinv_0_lt_compat; lra).
+    unfold Rdiv. rewrite Rmult_1_l. apply Rle_trans with (/ (2 * bpow radix2 64)).
+    - rewrite H64. simpl. lra.
+    - apply Rinv_le_contravar; lra. }
+  assert (Hd4' : - u <= d4 <= u) by (apply Rabs_le_inv; exact Hd4).
+  rewrite Hr4.
+  set (a := sqrt (1 - em)). set (b := sqrt (1 + em)).
+  assert (Ha : 0 < a) by (apply sqrt_lt_R0; lra).
+  assert (Hb : 0 < b) by (apply sqrt_lt_R0; lra).
+  assert (Hab : a * b <= 1).
+  { unfold a, b. rewrite <- sqrt_mult by lra. apply Rle_trans with (sqrt 1); [apply sqrt_le_1_alt; nra|rewrite sqrt_1; lra]. }
+  assert (Hsqm : 0 < sqrt m) by (apply sqrt_lt_R0; lra).
+  (* sqrt m^ between sqrt m a and sqrt m b *)
+  assert (Hlow : sqrt m * a <= sqrt mh).
+  { unfold a. rewrite <- sqrt_mult by lra. apply sqrt_le_1_alt. nra. }
+  assert (Hhigh : sqrt mh <= sqrt m * b).
+  { unfold b. rewrite <- sqrt_mult by lra. apply sqrt_le_1_alt. nra. }
+  set (X := (1 + u) / (1 - u)).
+  assert (HX : 1 <= X) by (unfold X; apply (Rmult_le_reg_r (1 - u)); [lra|]; unfold Rdiv; rewrite Rmult_assoc, Rinv_l; lra).
+  unfold rms_eps_r. fold a.
+  replace ((1 + u) / ((1 - u) * a)) with (X / a) by (unfold X; field; lra).
+  replace (1 / s1 * (1 + d4) * sqrt m) with ((sqrt m / sqrt mh) * ((1 + d4) / (1 + d3))) by (rewrite Hr3; field; lra).
+  set (z := sqrt m / sqrt mh).
+  assert (Hz_hi : z <= / a).
+  { unfold z. apply (Rmult_le_reg_r (sqrt mh)); [lra|]. unfold Rdiv. rewrite Rmult_assoc, Rinv_l, Rmult_1_r by lra.
+    apply (Rmult_le_reg_l a); [lra|]. rewrite <- Rmult_assoc, Rinv_r by lra. lra. }
+  assert (Hz_lo : / b <= z).
+  { unfold z. apply (Rmult_le_reg_r (sqrt mh)); [lra|]. unfold Rdiv. rewrite Rmult_assoc, Rinv_l, Rmult_1_r by lra.
+    apply (Rmult_le_reg_l b); [lra|]. rewrite <- Rmult_assoc, Rinv_r by lra. lra. }
+  assert (Hf_hi : (1 + d4) / (1 + d3) <= X).
+  { unfold X, Rdiv. apply Rmult_le_compat; [lra|apply Rlt_le, Rinv_0_lt_compat; lra|lra|].
+    apply Rinv_le_contravar; lra. }
+  assert (Hf_lo : / X <= (1 + d4) / (1 + d3)).
+  { replace (/ X) with ((1 - u) * / (1 + u)) by (unfold X; field; lra).
+    unfold Rdiv. apply Rmult_le_compat; [lra|apply Rlt_le, Rinv_0_lt_compat; lra|lra|].
+    apply Rinv_le_contravar; lra. }
+  assert (Hz0 : 0 <= z) by (unfold z, Rdiv; apply Rmult_le_pos; [lra|apply Rlt_le, Rinv_0_lt_compat; lra]).
+  assert (Hf0 : 0 <= (1 + d4) / (1 + d3)) by (unfold Rdiv; apply Rmult_le_pos; [lra|apply Rlt_le, Rinv_0_lt_compat; lra]).
+  assert (Hia : 0 < / a) by (apply Rinv_0_lt_compat; lra).
+  assert (Hib : 0 < / b) by (apply Rinv_0_lt_compat; lra).
+  assert (HiX : 0 < / X) by (apply Rinv_0_lt_compat; lra).
+  assert (Hup : z * ((1 + d4) / (1 + d3)) <= X / a).
+  { unfold Rdiv at 2. rewrite (Rmult_comm X). apply Rmult_le_compat; lra. }
+  assert (Hdn : / b * / X <= z * ((1 + d4) / (1 + d3))) by (apply Rmult_le_compat; lra).
+  (* X / a + 1 / (X b) >= 2 since (X / a) (1 / (X b)) = 1 / (a b) >= 1 *)
+  assert (Hpq : 1 <= X / a * (/ b * / X)).
+  { replace (X / a * (/ b * / X)) with (/ (a * b)) by (field; lra).
+    rewrite <- Rinv_1. apply Rinv_le_contravar; [nra|exact Hab]. }
+  assert (Hsum : 2 <= X / a + / b * / X).
+  { set (p := X / a) in *. set (q := / b * / X) in *.
+    assert (0 <= p) by (unfold p, Rdiv; apply Rmult_le_pos; lra).
+    assert (0 <= q) by (unfold q; apply Rmult_le_pos; lra).
+    nra. }
+  apply Rabs_le. split; lra.
+Qed.
+
+(** [B2]: RMSNorm y_j = x_j w_j / sqrt m, m = sum x^2 / n + eps. Any tree for the sum of
+    squares, m^ = fl(fl(ss^ / n) + eps) (the same in reals as x (1/n) with 1/n exact),
+    r = fl(1 / fl(sqrt m^)), then either association of the two products:
+    |y^_j - y_j| <= ((1 + eps_r)(1 + u)^2 - 1) |x_j w_j| / sqrt m
+                    + eta ((1 + u) max(|x_j|, |w_j|) + 1),
+    eps_m = gamma_{n+2} + 2^-148 / m < 1, eps_r = (1 + u) / ((1 - u) sqrt (1 - eps_m)) - 1;
+    no overflow: m^ < 2^128. *)
+Theorem B2_rmsnorm_bound :
+  forall (x : list R) (t : dot_tree) (eps : R),
+  let n := length x in (1 <= n)%nat -> INR (n + 2) * u < 1 ->
+  F eps -> 0 <= eps -> Permutation (terms t) (sq_terms x) ->
+  let m := sum_prod (sq_terms x) / INR n + eps in
+  0 < m -> rms_eps_m n m < 1 ->
+  let mh := rnd (rnd (eval t / INR n) + eps) in
+  mh <= bpow radix2 128 ->
+  let r := rnd (1 / rnd (sqrt mh)) in
+  forall xj wj,
+  let B := rms_rel (rms_eps_r (rms_eps_m n m)) * Rabs (xj * wj) / sqrt m +
+           eta * ((1 + u) * Rmax (Rabs xj) (Rabs wj) + 1) in
+  Rabs (rnd (rnd (xj * r) * wj) - xj * wj / sqrt m) <= B /\
+  Rabs (rnd (xj * rnd (r * wj)) - xj * wj / sqrt m) <= B.
+Proof.
+  intros x t eps n Hn Hu Feps Heps Hp m Hm Hem mh Hover r xj wj B.
+  pose proof u_pos. pose proof u_small. pose proof eta_pos.
+  pose proof (rms_mean x t eps Hn Hu Feps Heps Hp Hm Hem) as Hmean. fold m mh in Hmean.
+  assert (Hem0 : 0 <= rms_eps_m n m).
+  { unfold rms_eps_m. assert (INR n * u < 1) by (rewrite plus_INR in Hu; pose proof (pos_INR 2); nra).
+    apply Rplus_le_le_0_compat; [apply gamma_nonneg; exact Hu|].
+    unfold Rdiv. apply Rmult_le_pos; [lra|apply Rlt_le, Rinv_0_lt_compat; lra]. }
+  pose proof (rms_rsqrt m mh (rms_eps_m n m) (F_rnd _) Hm (conj Hem0 Hem) Hmean Hover) as Hr. fold r in Hr.
+  set (er := rms_eps_r (rms_eps_m n m)) in *.
+  assert (Hsqm : 0 < sqrt m) by (apply sqrt_lt_R0; lra).
+  set (rho := r * sqrt m) in *.
+  assert (Hrr : r = rho / sqrt m) by (unfold rho; field; lra).
+  assert (Hmax1 : Rabs xj <= Rmax (Rabs xj) (Rabs wj)) by apply Rmax_l.
+  assert (Hmax2 : Rabs wj <= Rmax (Rabs xj) (Rabs wj)) by apply Rmax_r.
+  assert (Hrel0 : 0 <= rms_rel er) by (pose proof (Rabs_pos (rho - 1)); unfold rms_rel; nra).
+  destruct (A1_standard_model (xj * r)) as (d5 & e5 & Hd5 & He5 & _ & Hr5).
+  destruct (A1_standard_model (r * wj)) as (d5' & e5' & Hd5' & He5' & _ & Hr5').
+  split.
+  - destruct (A1_standard_model (rnd (xj * r) * wj)) as (d6 & e6 & Hd6 & He6 & _ & Hr6).
+    rewrite Hr6, Hr5, Hrr.
+    replace ((xj * (rho / sqrt m) * (1 + d5) + e5) * wj * (1 + d6) + e6 - xj * wj / sqrt m) with
+      (xj * wj / sqrt m * (rho * (1 + d5) * (1 + d6) - 1) + (e5 * wj * (1 + d6) + e6)) by (field; lra).
+    eapply Rle_trans; [apply Rabs_triang|]. unfold B.
+    apply Rplus_le_compat.
+    + rewrite Rabs_mult.
+      replace (rms_rel er * Rabs (xj * wj) / sqrt m) with (Rabs (xj * wj / sqrt m) * rms_rel er)
+        by (unfold Rdiv; rewrite Rabs_mult, Rabs_inv, (Rabs_pos_eq (sqrt m)) by lra; ring).
+      apply Rmult_le_compat_l; [apply Rabs_pos|].
+      unfold rms_rel. apply three_factors; [exact Hr| |].
+      * replace (1 + d5 - 1) with d5 by ring. assumption.
+      * replace (1 + d6 - 1) with d6 by ring. assumption.
+    + eapply Rle_trans; [apply Rabs_triang|]. rewrite !Rabs_mult.
+      assert (Rabs (1 + d6) <= 1 + u) by (eapply Rle_trans; [apply Rabs_triang|]; rewrite Rabs_R1; lra).
+      assert (Rabs e5 * Rabs wj * Rabs (1 + d6) <= eta * Rabs wj * (1 + u))
+        by (apply Rmult_le_compat; try apply Rmult_le_pos; try apply Rabs_pos; try assumption; apply Rmult_le_compat_r; [apply Rabs_pos|assumption]).
+      assert (eta * Rabs wj <= eta * Rmax (Rabs xj) (Rabs wj)) by (apply Rmult_le_compat_l; lra).
+      nra.
+  - destruct (A1_standard_model (xj * rnd (r * wj))) as (d6 & e6 & Hd6 & He6 & _ & Hr6).
+    rewrite Hr6, Hr5', Hrr.
+    replace (xj * (rho / sqrt m * wj * (1 + d5') + e5') * (1 + d6) + e6 - xj * wj / sqrt m) with
+      (xj * wj / sqrt m * (rho * (1 + d5') * (1 + d6) - 1) + (xj * e5' * (1 + d6) + e6)) by (field; lra).
+    eapply Rle_trans; [apply Rabs_triang|]. unfold B.
+    apply Rplus_le_compat.
+    + rewrite Rabs_mult.
+      replace (rms_rel er * Rabs (xj * wj) / sqrt m) with (Rabs (xj * wj / sqrt m) * rms_rel er)
+        by (unfold Rdiv; rewrite Rabs_mult, Rabs_inv, (Rabs_pos_eq (sqrt m)) by lra; ring).
+      apply Rmult_le_compat_l; [apply Rabs_pos|].
+      unfold rms_rel. apply three_factors; [exact Hr| |].
+      * replace (1 + d5' - 1) with d5' by ring. assumption.
+      * replace (1 + d6 - 1) with d6 by ring. assumption.
+    + eapply Rle_trans; [apply Rabs_triang|]. rewrite !Rabs_mult.
+      assert (Rabs (1 + d6) <= 1 + u) by (eapply Rle_trans; [apply Rabs_triang|]; rewrite Rabs_R1; lra).
+      assert (Rabs xj * Rabs e5' * Rabs (1 + d6) <= Rabs xj * eta * (1 + u))
+        by (apply Rmult_le_compat; try apply Rmult_le_pos; try apply Rabs_pos; try assumption; apply Rmult_le_compat_l; [apply Rabs_pos|assumption]).
+      assert (eta * Rabs xj <= eta * Rmax (Rabs xj) (Rabs wj)) by (apply Rmult_le_compat_l; lra).
+      nra.
+Qed.
