@@ -1153,3 +1153,168 @@ Proof.
       assert (eta * Rabs xj <= eta * Rmax (Rabs xj) (Rabs wj)) by (apply Rmult_le_compat_l; lra).
       nra.
 Qed.
+
+(** ** Sums of floats (the softmax denominator) *)
+
+(** Any evaluation order of a sum of floats: a tree of rounded additions over float leaves. *)
+Inductive sum_tree : Type :=
+| SLeaf : R -> sum_tree
+| SAdd : sum_tree -> sum_tree -> sum_tree.
+
+Fixpoint seval (t : sum_tree) : R :=
+  match t with SLeaf x => x | SAdd l r => rnd (seval l + seval r) end.
+
+Fixpoint leaves (t : sum_tree) : list R :=
+  match t with SLeaf x => [x] | SAdd l r => leaves l ++ leaves r end.
+
+Fixpoint sdepth (t : sum_tree) : nat :=
+  match t with SLeaf _ => 0 | SAdd l r => S (Nat.max (sdepth l) (sdepth r)) end.
+
+Definition rsum (l : list R) : R := fold_right Rplus 0 l.
+Definition rsum_abs (l : list R) : R := fold_right (fun x s => Rabs x + s) 0 l.
+
+Lemma rsum_app : forall a b, rsum (a ++ b) = rsum a + rsum b.
+Proof. induction a as [|x a IH]; intro b; simpl; [ring|rewrite IH; ring]. Qed.
+Lemma rsum_abs_app : forall a b, rsum_abs (a ++ b) = rsum_abs a + rsum_abs b.
+Proof. induction a as [|x a IH]; intro b; simpl; [ring|rewrite IH; ring]. Qed.
+Lemma rsum_abs_ge : forall l, Rabs (rsum l) <= rsum_abs l.
+Proof. induction l as [|x l IH]; simpl; [rewrite Rabs_R0; lra|]. eapply Rle_trans; [apply Rabs_triang|]. lra. Qed.
+Lemma rsum_abs_nonneg_eq : forall l, Forall (fun x => 0 <= x) l -> rsum_abs l = rsum l.
+Proof. induction l as [|x l IH]; intro H; simpl; [reflexivity|]. inversion H; subst. rewrite IH, Rabs_pos_eq by assumption. reflexivity. Qed.
+
+Lemma seval_F : forall t, Forall F (leaves t) -> F (seval t).
+Proof.
+  destruct t as [x|l r]; simpl; intro H; [inversion H; assumption|apply F_rnd].
+Qed.
+
+Lemma sdepth_le : forall t, (S (sdepth t) <= length (leaves t))%nat.
+Proof.
+  induction t as [x|l IHl r IHr]; simpl; [lia|]. rewrite app_length. lia.
+Qed.
+
+(** The invariant: |seval t - sum| <= gamma_depth sum |leaves| (additions of floats have no
+    absolute error). *)
+Lemma sum_tree_error : forall t, Forall F (leaves t) -> INR (sdepth t) * u < 1 ->
+  Rabs (seval t - rsum (leaves t)) <= gamma (sdepth t) * rsum_abs (leaves t).
+Proof.
+  induction t as [x|l IHl r IHr]; intros HF Hu.
+  - simpl. rewrite gamma_0. replace (x - (x + 0)) with 0 by ring. rewrite Rabs_R0. lra.
+  - change (INR (S (Nat.max (sdepth l) (sdepth r))) * u < 1) in Hu.
+    simpl in HF |- *. apply Forall_app in HF. destruct HF as [HFl HFr].
+    set (dm := Nat.max (sdepth l) (sdepth r)) in *.
+    pose proof u_pos.
+    assert (Hdm : INR dm * u < 1) by (rewrite S_INR in Hu; lra).
+    assert (Hl : INR (sdepth l) * u < 1) by (eapply Rle_lt_trans; [|exact Hdm]; apply Rmult_le_compat_r; [lra|]; apply le_INR; lia).
+    assert (Hr : INR (sdepth r) * u < 1) by (eapply Rle_lt_trans; [|exact Hdm]; apply Rmult_le_compat_r; [lra|]; apply le_INR; lia).
+    destruct (A1_sum_exact_underflow (seval l) (seval r) (seval_F l HFl) (seval_F r HFr)) as (d & Hd & Hs).
+    rewrite Hs, rsum_app, rsum_abs_app.
+    pose proof (step_add (rsum (leaves l)) (seval l) (rsum (leaves r)) (seval r)
+                  (rsum_abs (leaves l)) (rsum_abs (leaves r)) 0 0 (gamma (sdepth l)) (gamma (sdepth r))
+                  (gamma dm) (gamma (S dm)) d) as Hst.
+    eapply Rle_trans; [apply Hst|].
+    + specialize (IHl HFl Hl). lra.
+    + specialize (IHr HFr Hr). lra.
+    + apply rsum_abs_ge.
+    + apply rsum_abs_ge.
+    + lra.
+    + lra.
+    + split; [apply gamma_nonneg; exact Hl|apply gamma_mono; [lia|exact Hdm]].
+    + split; [apply gamma_nonneg; exact Hr|apply gamma_mono; [lia|exact Hdm]].
+    + apply gamma_step. exact Hu.
+    + exact Hd.
+    + lra.
+Qed.
+
+(** The sum of n >= 1 nonnegative floats in any order: S^ = S (1 + theta), |theta| <= gamma_{n-1}. *)
+Lemma sum_nonneg_rel : forall t, Forall F (leaves t) -> Forall (fun x => 0 <= x) (leaves t) ->
+  INR (length (leaves t) - 1) * u < 1 ->
+  Rabs (seval t - rsum (leaves t)) <= gamma (length (leaves t) - 1) * rsum (leaves t).
+Proof.
+  intros t HF Hpos Hu. pose proof u_pos.
+  pose proof (sdepth_le t) as Hd.
+  assert (Hdu : INR (sdepth t) * u < 1) by (eapply Rle_lt_trans; [|exact Hu]; apply Rmult_le_compat_r; [lra|]; apply le_INR; lia).
+  eapply Rle_trans; [exact (sum_tree_error t HF Hdu)|].
+  rewrite (rsum_abs_nonneg_eq _ Hpos).
+  apply Rmult_le_compat_r.
+  - rewrite <- (rsum_abs_nonneg_eq _ Hpos). clear. induction (leaves t); simpl; [lra|]. pose proof (Rabs_pos a). lra.
+  - apply gamma_mono; [lia|exact Hu].
+Qed.
+
+(** ** [B6] Softmax normalisation *)
+
+Definition norm_rel (n : nat) : R := (1 + u) * (1 + u) / (1 - gamma (n - 1)) - 1.
+
+(** [B6]: p_j = e_j / sum e over n nonnegative floats, the sum in any order, then one
+    division, or a reciprocal and a product:
+    |p^_j - p_j| <= p_j ((1 + u)^2 / (1 - gamma_{n-1}) - 1) + eta, plus (1 + u) e_j eta for the
+    reciprocal when fl(1 / S^) is subnormal (S^ > 2^126; never for softmax, whose e_j <= 1). *)
+Theorem B6_normalise_bound :
+  forall (t : sum_tree) (ej : R),
+  let n := length (leaves t) in
+  Forall F (leaves t) -> Forall (fun x => 0 <= x) (leaves t) -> 0 < rsum (leaves t) ->
+  gamma (n - 1) < 1 -> INR (n - 1) * u < 1 -> F ej -> 0 <= ej ->
+  let S := rsum (leaves t) in let Sh := seval t in
+  Rabs (rnd (ej / Sh) - ej / S) <= ej / S * norm_rel n + eta /\
+  Rabs (rnd (ej * rnd (1 / Sh)) - ej / S) <= ej / S * norm_rel n + eta + (1 + u) * ej * eta.
+Proof.
+  intros t ej n HF Hpos HS Hg1 Hu Fe He S Sh.
+  pose proof u_pos. pose proof u_small. pose proof eta_pos.
+  pose proof (sum_nonneg_rel t HF Hpos Hu) as Hs. fold n S Sh in Hs.
+  pose proof (gamma_nonneg (n - 1) Hu) as Hg0.
+  set (g := gamma (n - 1)) in *.
+  apply Rabs_le_inv in Hs.
+  assert (HS' : 0 < S) by exact HS.
+  assert (0 < (1 - g) * S) by (apply Rmult_lt_0_compat; lra).
+  assert (HSh : 0 < Sh) by lra.
+  (* z = S / Sh in [1 / (1 + g), 1 / (1 - g)] *)
+  set (z := S / Sh).
+  assert (Hz_hi : z <= / (1 - g)).
+  { unfold z. apply (Rmult_le_reg_r Sh); [lra|]. unfold Rdiv. rewrite Rmult_assoc, Rinv_l, Rmult_1_r by lra.
+    apply (Rmult_le_reg_l (1 - g)); [lra|]. rewrite <- Rmult_assoc, Rinv_r by lra. lra. }
+  assert (Hz_lo : / (1 + g) <= z).
+  { unfold z. apply (Rmult_le_reg_r Sh); [lra|]. unfold Rdiv. rewrite Rmult_assoc, Rinv_l, Rmult_1_r by lra.
+    apply (Rmult_le_reg_l (1 + g)); [lra|]. rewrite <- Rmult_assoc, Rinv_r by lra. lra. }
+  assert (Hz0 : 0 < z) by (eapply Rlt_le_trans; [|exact Hz_lo]; apply Rinv_0_lt_compat; lra).
+  assert (Hp0 : 0 <= ej / S) by (unfold Rdiv; apply Rmult_le_pos; [lra|apply Rlt_le, Rinv_0_lt_compat; lra]).
+  (* |z (1+a)(1+b) - 1| <= (1+u)^2/(1-g) - 1 *)
+  assert (Hfac : forall a b, Rabs a <= u -> Rabs b <= u -> Rabs (z * (1 + a) * (1 + b) - 1) <= norm_rel n).
+  { intros a b Ha Hb. apply Rabs_le_inv in Ha. apply Rabs_le_inv in Hb. unfold norm_rel. fold g.
+    assert (Hab_hi : (1 + a) * (1 + b) <= (1 + u) * (1 + u)) by nra.
+    assert (Hab_lo : (1 - u) * (1 - u) <= (1 + a) * (1 + b)) by nra.
+    assert (Hinvg : / (1 + g) <= 1) by (rewrite <- Rinv_1; apply Rinv_le_contravar; lra).
+    assert (Hinvg' : 1 <= / (1 - g)) by (rewrite <- Rinv_1; apply Rinv_le_contravar; lra).
+    assert (Hsum : 2 <= (1 + u) * (1 + u) * / (1 - g) + (1 - u) * (1 - u) * / (1 + g)).
+    { replace ((1 + u) * (1 + u) * / (1 - g) + (1 - u) * (1 - u) * / (1 + g)) with
+        (((1 + u) * (1 + u) * (1 + g) + (1 - u) * (1 - u) * (1 - g)) * / ((1 - g) * (1 + g))) by (field; lra).
+      assert (Hden : 0 < (1 - g) * (1 + g) <= 1) by nra.
+      assert (Hinv : 1 <= / ((1 - g) * (1 + g))) by (rewrite <- Rinv_1; apply Rinv_le_contravar; lra).
+      assert (Hnum : 2 <= (1 + u) * (1 + u) * (1 + g) + (1 - u) * (1 - u) * (1 - g)) by nra.
+      nra. }
+    apply Rabs_le. unfold Rdiv. split.
+    - assert (z * (1 + a) * (1 + b) >= / (1 + g) * ((1 - u) * (1 - u))).
+      { rewrite Rmult_assoc. apply Rle_ge, Rmult_le_compat; try lra. apply Rlt_le, Rinv_0_lt_compat; lra. nra. }
+      nra.
+    - assert (z * (1 + a) * (1 + b) <= / (1 - g) * ((1 + u) * (1 + u))).
+      { rewrite Rmult_assoc. apply Rmult_le_compat; try lra. nra. }
+      nra. }
+  split.
+  - destruct (A1_standard_model (ej / Sh)) as (d1 & e1 & Hd1 & He1 & _ & Hr1). rewrite Hr1.
+    replace (ej / Sh * (1 + d1) + e1 - ej / S) with (ej / S * (z * (1 + d1) * (1 + 0) - 1) + e1) by (unfold z; field; lra).
+    eapply Rle_trans; [apply Rabs_triang|]. rewrite Rabs_mult, (Rabs_pos_eq (ej / S)) by exact Hp0.
+    apply Rplus_le_compat; [|exact He1]. apply Rmult_le_compat_l; [exact Hp0|].
+    apply Hfac; [exact Hd1|rewrite Rabs_R0; lra].
+  - destruct (A1_standard_model (1 / Sh)) as (d1 & e1 & Hd1 & He1 & _ & Hr1).
+    destruct (A1_standard_model (ej * rnd (1 / Sh))) as (d2 & e2 & Hd2 & He2 & _ & Hr2). rewrite Hr2, Hr1.
+    replace (ej * (1 / Sh * (1 + d1) + e1) * (1 + d2) + e2 - ej / S) with
+      (ej / S * (z * (1 + d1) * (1 + d2) - 1) + (ej * e1 * (1 + d2) + e2)) by (unfold z; field; lra).
+    eapply Rle_trans; [apply Rabs_triang|]. rewrite Rabs_mult, (Rabs_pos_eq (ej / S)) by exact Hp0.
+    assert (K1 : ej / S * Rabs (z * (1 + d1) * (1 + d2) - 1) <= ej / S * norm_rel n)
+      by (apply Rmult_le_compat_l; [exact Hp0|apply Hfac; assumption]).
+    assert (K2 : Rabs (ej * e1 * (1 + d2) + e2) <= (1 + u) * ej * eta + eta).
+    { eapply Rle_trans; [apply Rabs_triang|]. rewrite !Rabs_mult, (Rabs_pos_eq ej) by lra.
+      assert (Rabs (1 + d2) <= 1 + u) by (eapply Rle_trans; [apply Rabs_triang|]; rewrite Rabs_R1; lra).
+      assert (ej * Rabs e1 * Rabs (1 + d2) <= ej * eta * (1 + u))
+        by (apply Rmult_le_compat; try apply Rmult_le_pos; try apply Rabs_pos; try lra; apply Rmult_le_compat_l; lra).
+      lra. }
+    lra.
+Qed.
