@@ -1318,3 +1318,141 @@ Proof.
       lra. }
     lra.
 Qed.
+
+(** ** The exp clauses: B0 as a hypothesis *)
+
+(** kExpRel = 0.94 * 2^-23 and kExpAbs = 0.94 * 2^-149 (verify/bounds/exp_error.hpp). *)
+Definition kExpRel : R := 94 / 100 * bpow radix2 (-23).
+Definition kExpAbs : R := 94 / 100 * bpow radix2 (-149).
+(** The largest float whose exp is finite in binary32 (spec/arithmetic.md A4, step 1). *)
+Definition exp_max : R := 5814540 / 65536.
+
+Lemma kExp_pos : 0 < kExpRel /\ 0 < kExpAbs.
+Proof. unfold kExpRel, kExpAbs. pose proof (bpow_gt_0 radix2 (-23)). pose proof (bpow_gt_0 radix2 (-149)). lra. Qed.
+
+Lemma kExpRel_small : kExpRel <= 2 * u.
+Proof. unfold kExpRel, u. simpl. lra. Qed.
+
+Lemma kExpAbs_small : kExpAbs < bpow radix2 (-149).
+Proof. unfold kExpAbs. pose proof (bpow_gt_0 radix2 (-149)). lra. Qed.
+
+Lemma exp_mono : forall x y, x <= y -> exp x <= exp y.
+Proof.
+  intros x y H. destruct (Rle_lt_or_eq_dec x y H) as [H'|H']; [apply Rlt_le, exp_increasing; exact H'|rewrite H'; lra].
+Qed.
+
+(** |e^z - 1| <= e^a - 1 for |z| <= a. *)
+Lemma exp_dev : forall z a, Rabs z <= a -> Rabs (exp z - 1) <= exp a - 1.
+Proof.
+  intros z a H. apply Rabs_le_inv in H.
+  pose proof (exp_ineq1_le a). pose proof (exp_ineq1_le z).
+  destruct (Rle_or_lt 0 z) as [Hz|Hz].
+  - pose proof (exp_mono 0 z Hz). pose proof (exp_mono z a ltac:(lra)). rewrite exp_0 in *.
+    rewrite Rabs_pos_eq by lra. lra.
+  - pose proof (exp_mono z 0 ltac:(lra)). rewrite exp_0 in *.
+    rewrite Rabs_left1 by lra. lra.
+Qed.
+
+Section Exp.
+
+(** akv::exp as a function of the reals (its argument and result are floats). *)
+Variable akv_exp : R -> R.
+
+(** [B0], measured exhaustively over all 2^32 inputs (akv_exp_error), not proven: every
+    theorem of this section takes it, and it appears in each one's statement after the
+    section closes. The result of akv::exp is a float, and for every float x whose e^x is
+    finite in binary32, |akv::exp(x) - e^x| <= kExpRel e^x + kExpAbs. *)
+Hypothesis B0_exp_float : forall x, F (akv_exp x).
+Hypothesis B0_exp_error : forall x, F x -> x <= exp_max -> Rabs (akv_exp x - exp x) <= kExpRel * exp x + kExpAbs.
+
+(** B0 makes akv::exp nonnegative: a negative float is <= -2^-149, farther from e^x than B0 allows. *)
+Lemma akv_exp_nonneg : forall x, F x -> x <= exp_max -> 0 <= akv_exp x.
+Proof.
+  intros x Fx Hx. destruct (Rle_or_lt 0 (akv_exp x)) as [H|H]; [exact H|exfalso].
+  pose proof (F_abs_ge _ (B0_exp_float x) ltac:(lra)) as Hge. rewrite Rabs_left in Hge by exact H.
+  pose proof (B0_exp_error x Fx Hx) as Hb. pose proof (exp_pos x). destruct kExp_pos.
+  pose proof kExpAbs_small. pose proof kExpRel_small. pose proof u_small. pose proof u_pos.
+  rewrite Rabs_left in Hb by lra.
+  assert (kExpRel * exp x <= 1 * exp x) by (apply Rmult_le_compat_r; lra).
+  lra.
+Qed.
+
+(** [B5]: e_j = akv::exp(fl(s_j - m)), m the maximum (s_j <= m, both floats), t = s_j - m:
+    |e^_j - e^t| <= e^t (e^(u|t|) - 1) + kExpRel e^t e^(u|t|) + kExpAbs. Under B0. *)
+Theorem B5_shifted_exp_bound : forall sj m, F sj -> F m -> sj <= m ->
+  let t := sj - m in
+  Rabs (akv_exp (rnd (sj - m)) - exp t) <=
+    exp t * (exp (u * Rabs t) - 1) + kExpRel * exp t * exp (u * Rabs t) + kExpAbs.
+Proof.
+  intros sj m Fs Fm Hle t. pose proof u_pos. pose proof u_small. destruct kExp_pos.
+  destruct (A1_sum_exact_underflow sj (- m) Fs (F_opp m Fm)) as (d & Hd & Hr).
+  assert (Hr' : rnd (sj - m) = t * (1 + d)) by (unfold t, Rminus; exact Hr). rewrite Hr'.
+  assert (Ht : t <= 0) by (unfold t; lra).
+  assert (Hd' : - u <= d <= u) by (apply Rabs_le_inv; exact Hd).
+  set (ft := t * (1 + d)).
+  assert (Fft : F ft) by (unfold ft; rewrite <- Hr'; apply F_rnd).
+  assert (Hft : ft <= exp_max) by (unfold ft, exp_max; nra).
+  pose proof (B0_exp_error ft Fft Hft) as HB0.
+  assert (Hsplit : exp ft = exp t * exp (t * d)) by (unfold ft; rewrite <- exp_plus; f_equal; ring).
+  assert (Htd : Rabs (t * d) <= u * Rabs t) by (rewrite Rabs_mult, Rmult_comm; apply Rmult_le_compat_r; [apply Rabs_pos|exact Hd]).
+  pose proof (exp_dev _ _ Htd) as Hdev.
+  assert (Hexp_td : exp (t * d) <= exp (u * Rabs t)) by (apply exp_mono; apply Rabs_le_inv in Htd; lra).
+  pose proof (exp_pos t) as Het.
+  replace (akv_exp ft - exp t) with ((akv_exp ft - exp ft) + exp t * (exp (t * d) - 1)) by (rewrite Hsplit; ring).
+  eapply Rle_trans; [apply Rabs_triang|]. rewrite Rabs_mult, (Rabs_pos_eq (exp t)) by lra.
+  assert (K1 : exp t * Rabs (exp (t * d) - 1) <= exp t * (exp (u * Rabs t) - 1)) by (apply Rmult_le_compat_l; lra).
+  assert (K2 : kExpRel * exp ft <= kExpRel * exp t * exp (u * Rabs t)).
+  { rewrite Hsplit, <- Rmult_assoc. apply Rmult_le_compat_l; [nra|exact Hexp_td]. }
+  lra.
+Qed.
+
+(** [B6] composed with B5 (softmax_bounds): with A the exact sum of the computed e^, E_j the
+    B5 bounds and B = sum e^t >= A - sum E > 0:
+    |e^_j / A - e_j / B| <= E_j / A + (e^_j + E_j) / (A - sum E) * sum E / A. *)
+Theorem B6_softmax_composition :
+  forall (eh e E : list R) j,
+  length eh = length e -> length E = length e -> (j < length e)%nat ->
+  Forall (fun x => 0 <= x) eh ->
+  (forall k, (k < length e)%nat -> Rabs (nth k eh 0 - nth k e 0) <= nth k E 0) ->
+  let A := rsum eh in let B := rsum e in let SE := rsum E in
+  0 < A - SE ->
+  Rabs (nth j eh 0 / A - nth j e 0 / B) <= nth j E 0 / A + (nth j eh 0 + nth j E 0) / (A - SE) * SE / A.
+Proof.
+  intros eh e E j Hl1 Hl2 Hj Hpos Herr A B SE Hgap.
+  (* |A - B| <= SE *)
+  assert (HAB : Rabs (A - B) <= SE).
+  { unfold A, B, SE. clear Hgap A B SE Hj Hpos.
+    revert e E Hl1 Hl2 Herr. induction eh as [|x eh IH]; intros [|y e] [|z E] Hl1 Hl2 Herr; simpl in *; try discriminate.
+    - rewrite Rminus_0_r, Rabs_R0. lra.
+    - injection Hl1 as Hl1. injection Hl2 as Hl2.
+      replace (x + rsum eh - (y + rsum e)) with ((x - y) + (rsum eh - rsum e)) by ring.
+      eapply Rle_trans; [apply Rabs_triang|]. apply Rplus_le_compat.
+      + apply (Herr 0%nat). lia.
+      + apply IH; [exact Hl1|exact Hl2|]. intros k Hk. apply (Herr (S k)). lia. }
+  assert (HSE : 0 <= SE) by (eapply Rle_trans; [apply Rabs_pos|exact HAB]).
+  assert (HA : 0 < A) by lra.
+  assert (HB : A - SE <= B) by (apply Rabs_le_inv in HAB; lra).
+  assert (HB0 : 0 < B) by lra.
+  pose proof (Herr j Hj) as Hej.
+  assert (Hehj : 0 <= nth j eh 0).
+  { rewrite Forall_forall in Hpos. apply Hpos. apply nth_In. lia. }
+  set (x := nth j eh 0) in *. set (y := nth j e 0) in *. set (Ej := nth j E 0) in *.
+  assert (Hy : Rabs y <= x + Ej) by (replace y with (x - (x - y)) by ring; eapply Rle_trans; [apply Rabs_triang|];
+                                   rewrite Rabs_Ropp, Rabs_pos_eq by lra; lra).
+  replace (x / A - y / B) with ((x - y) / A + y * (B - A) / (A * B)) by (field; lra).
+  eapply Rle_trans; [apply Rabs_triang|].
+  unfold Rdiv. rewrite !Rabs_mult, !Rabs_inv, (Rabs_pos_eq A), (Rabs_pos_eq (A * B)) by nra.
+  apply Rplus_le_compat.
+  - apply Rmult_le_compat_r; [apply Rlt_le, Rinv_0_lt_compat; lra|exact Hej].
+  - rewrite <- Rabs_Ropp, Ropp_minus_distr in HAB.
+    assert (Hinv : / (A * B) <= / (A - SE) * / A).
+    { rewrite <- Rinv_mult. apply Rinv_le_contravar; [nra|]. nra. }
+    assert (0 <= / (A * B)) by (apply Rlt_le, Rinv_0_lt_compat; nra).
+    assert (Rabs y * Rabs (B - A) <= (x + Ej) * SE) by (apply Rmult_le_compat; try apply Rabs_pos; assumption).
+    assert (0 <= Ej) by (eapply Rle_trans; [apply Rabs_pos|exact Hej]).
+    assert (0 <= (x + Ej) * SE) by (apply Rmult_le_pos; lra).
+    replace ((x + Ej) * / (A - SE) * SE * / A) with ((x + Ej) * SE * (/ (A - SE) * / A)) by ring.
+    apply Rmult_le_compat; try assumption. apply Rmult_le_pos; apply Rabs_pos.
+Qed.
+
+End Exp.
