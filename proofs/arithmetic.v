@@ -277,3 +277,9 @@ Proof.
   apply Rmult_le_reg_r with (1 - INR n * u); [lra|].
   unfold Rdiv. rewrite Rmult_assoc, Rinv_l by lra. lra.
 Qed.
+
+Lemma F_1 : F 1.
+Proof.
+  change 1 with (bpow radix2 0). apply generic_format_bpow'; [exact fexp_valid|].
+  unfold fexp, FLT_exp, emin, prec. simpl. lia.
+Qed.

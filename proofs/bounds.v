@@ -1456,3 +1456,227 @@ Proof.
 Qed.
 
 End Exp.
+
+(** ** [B8] SiLU.gate *)
+
+Definition swiglu_eps_d : R := kExpRel * (1 + u) + u + kExpAbs * (1 + u).
+
+Definition swiglu_bound (g up : R) : R :=
+  Rabs (g * up) / (1 + exp (- g)) * ((1 + u) * (1 + u) * (1 + u) / (1 - swiglu_eps_d) - 1) +
+  eta * ((1 + u) * (Rabs up + 1) + 1 + (1 + u) * (1 + u) * Rabs (g * up)).
+
+(** A quotient by d^ within eps_d d of d, times up to three roundings. *)
+Lemma quotient_factor : forall d dh ed a b c,
+  0 < d -> 0 <= ed < 1 -> Rabs (dh - d) <= ed * d -> Rabs a <= u -> Rabs b <= u -> Rabs c <= u ->
+  Rabs (d / dh * (1 + a) * (1 + b) * (1 + c) - 1) <= (1 + u) * (1 + u) * (1 + u) / (1 - ed) - 1.
+Proof.
+  intros d dh ed a b c Hd Hed Hdh Ha Hb Hc. pose proof u_pos. pose proof u_small.
+  apply Rabs_le_inv in Hdh. apply Rabs_le_inv in Ha. apply Rabs_le_inv in Hb. apply Rabs_le_inv in Hc.
+  assert (Hdh0 : 0 < dh) by nra.
+  set (z := d / dh).
+  assert (Hz_hi : z <= / (1 - ed)).
+  { unfold z. apply (Rmult_le_reg_r dh); [lra|]. unfold Rdiv. rewrite Rmult_assoc, Rinv_l, Rmult_1_r by lra.
+    apply (Rmult_le_reg_l (1 - ed)); [lra|]. rewrite <- Rmult_assoc, Rinv_r by lra. lra. }
+  assert (Hz_lo : / (1 + ed) <= z).
+  { unfold z. apply (Rmult_le_reg_r dh); [lra|]. unfold Rdiv. rewrite Rmult_assoc, Rinv_l, Rmult_1_r by lra.
+    apply (Rmult_le_reg_l (1 + ed)); [lra|]. rewrite <- Rmult_assoc, Rinv_r by lra. lra. }
+  assert (Hz0 : 0 < / (1 + ed)) by (apply Rinv_0_lt_compat; lra).
+  set (P := (1 + a) * (1 + b) * (1 + c)).
+  assert (HP_hi : P <= (1 + u) * (1 + u) * (1 + u)).
+  { unfold P. assert ((1 + a) * (1 + b) <= (1 + u) * (1 + u)) by nra.
+    apply Rmult_le_compat; try lra. nra. }
+  assert (HP_lo : (1 - u) * (1 - u) * (1 - u) <= P).
+  { unfold P. assert ((1 - u) * (1 - u) <= (1 + a) * (1 + b)) by nra.
+    apply Rmult_le_compat; try lra. nra. }
+  replace (z * (1 + a) * (1 + b) * (1 + c)) with (z * P) by (unfold P; ring).
+  assert (Hsum : 2 <= (1 + u) * (1 + u) * (1 + u) / (1 - ed) + (1 - u) * (1 - u) * (1 - u) / (1 + ed)).
+  { replace ((1 + u) * (1 + u) * (1 + u) / (1 - ed) + (1 - u) * (1 - u) * (1 - u) / (1 + ed)) with
+      (((1 + u) * (1 + u) * (1 + u) * (1 + ed) + (1 - u) * (1 - u) * (1 - u) * (1 - ed)) * / ((1 - ed) * (1 + ed)))
+      by (field; lra).
+    assert (Hden : 0 < (1 - ed) * (1 + ed) <= 1) by nra.
+    assert (Hinv : 1 <= / ((1 - ed) * (1 + ed))) by (rewrite <- Rinv_1; apply Rinv_le_contravar; lra).
+    assert (Hnum : 2 <= (1 + u) * (1 + u) * (1 + u) * (1 + ed) + (1 - u) * (1 - u) * (1 - u) * (1 - ed)).
+    { assert (0 <= ed * ((1 + u) * (1 + u) * (1 + u) - (1 - u) * (1 - u) * (1 - u))) by (apply Rmult_le_pos; nra).
+      nra. }
+    nra. }
+  set (A3 := (1 + u) * (1 + u) * (1 + u)) in *. set (B3 := (1 - u) * (1 - u) * (1 - u)) in *.
+  assert (HA3 : 0 <= A3) by (unfold A3; nra). assert (HB3 : 0 <= B3) by (unfold B3; nra).
+  unfold Rdiv in *. apply Rabs_le. split.
+  - assert (K : / (1 + ed) * B3 <= z * P) by (apply Rmult_le_compat; lra).
+    rewrite (Rmult_comm B3) in Hsum. lra.
+  - assert (K : z * P <= / (1 - ed) * A3) by (apply Rmult_le_compat; lra).
+    rewrite (Rmult_comm A3) in Hsum |- *. lra.
+Qed.
+
+Section Exp8.
+Variable akv_exp : R -> R.
+Hypothesis B0_exp_float : forall x, F (akv_exp x).
+Hypothesis B0_exp_error : forall x, F x -> x <= exp_max -> Rabs (akv_exp x - exp x) <= kExpRel * exp x + kExpAbs.
+
+(** d^ = fl(1 + akv::exp(-g)) is within eps_d d of d = 1 + e^-g, and d^ >= 1. *)
+Lemma swiglu_denominator : forall g, F g -> - g <= exp_max ->
+  let d := 1 + exp (- g) in let dh := rnd (1 + akv_exp (- g)) in
+  Rabs (dh - d) <= swiglu_eps_d * d /\ 1 <= dh.
+Proof.
+  intros g Fg Hg d dh. pose proof u_pos. pose proof u_small. destruct kExp_pos as [Hr Ha].
+  pose proof (B0_exp_error (- g) (F_opp g Fg) Hg) as HB.
+  pose proof (akv_exp_nonneg akv_exp B0_exp_float B0_exp_error (- g) (F_opp g Fg) Hg) as Hnn.
+  pose proof (exp_pos (- g)) as He.
+  destruct (A1_sum_exact_underflow 1 (akv_exp (- g)) F_1 (B0_exp_float (- g))) as (d0 & Hd0 & Hr0).
+  split.
+  - unfold dh. rewrite Hr0.
+    set (xi := akv_exp (- g) - exp (- g)).
+    replace ((1 + akv_exp (- g)) * (1 + d0) - d) with (d * d0 + xi * (1 + d0)) by (unfold d, xi; ring).
+    eapply Rle_trans; [apply Rabs_triang|]. rewrite !Rabs_mult, (Rabs_pos_eq d) by (unfold d; lra).
+    assert (Hxi : Rabs xi <= (kExpRel + kExpAbs) * d).
+    { eapply Rle_trans; [exact HB|]. unfold d. nra. }
+    assert (H1d : Rabs (1 + d0) <= 1 + u) by (eapply Rle_trans; [apply Rabs_triang|]; rewrite Rabs_R1; lra).
+    assert (K1 : d * Rabs d0 <= d * u) by (apply Rmult_le_compat_l; [unfold d; lra|exact Hd0]).
+    assert (K2 : Rabs xi * Rabs (1 + d0) <= (kExpRel + kExpAbs) * d * (1 + u)) by (apply Rmult_le_compat; try apply Rabs_pos; assumption).
+    unfold swiglu_eps_d. nra.
+  - unfold dh. apply Rle_trans with (rnd 1); [rewrite (rnd_F 1 F_1); lra|].
+    apply rnd_le. lra.
+Qed.
+
+Lemma swiglu_eps_d_small : 0 <= swiglu_eps_d < 1.
+Proof.
+  unfold swiglu_eps_d. pose proof u_pos. pose proof u_small. destruct kExp_pos. pose proof kExpRel_small.
+  pose proof kExpAbs_small. assert (bpow radix2 (-149) <= u) by (unfold u; apply bpow_le; lia).
+  assert (K1 : kExpRel * (1 + u) <= 2 * u * 2) by (apply Rmult_le_compat; lra).
+  assert (K2 : kExpAbs * (1 + u) <= u * 2) by (apply Rmult_le_compat; lra).
+  assert (0 <= kExpRel * (1 + u)) by (apply Rmult_le_pos; lra).
+  assert (0 <= kExpAbs * (1 + u)) by (apply Rmult_le_pos; lra).
+  split; lra.
+Qed.
+
+Lemma swiglu_finish : forall g up fac ab,
+  Rabs (fac - 1) <= (1 + u) * (1 + u) * (1 + u) / (1 - swiglu_eps_d) - 1 ->
+  Rabs ab <= eta * ((1 + u) * (Rabs up + 1) + 1 + (1 + u) * (1 + u) * Rabs (g * up)) ->
+  Rabs (g * up / (1 + exp (- g)) * fac + ab - g * up / (1 + exp (- g))) <= swiglu_bound g up.
+Proof.
+  intros g up fac ab Hf Ha. pose proof (exp_pos (- g)).
+  replace (g * up / (1 + exp (- g)) * fac + ab - g * up / (1 + exp (- g))) with
+    (g * up / (1 + exp (- g)) * (fac - 1) + ab) by ring.
+  eapply Rle_trans; [apply Rabs_triang|]. unfold swiglu_bound.
+  apply Rplus_le_compat; [|exact Ha].
+  rewrite Rabs_mult. unfold Rdiv. rewrite Rabs_mult, Rabs_inv, (Rabs_pos_eq (1 + exp (- g))) by lra.
+  apply Rmult_le_compat_l; [apply Rmult_le_pos; [apply Rabs_pos|apply Rlt_le, Rinv_0_lt_compat; lra]|exact Hf].
+Qed.
+
+(** [B8]: y = g up / (1 + e^-g), d^ = fl(1 + akv::exp(-g)) (not overflowing: -g <= exp_max),
+    in each of four forms: the reference fl(fl(g / d^) up), fl(fl(g up) / d^), and with
+    r = fl(1 / d^): fl(fl(g r) up), fl(fl(g up) r):
+    |y^ - y| <= |g up| / d ((1 + u)^3 / (1 - eps_d) - 1)
+                + eta ((1 + u)(|up| + 1) + 1 + (1 + u)^2 |g up|),
+    eps_d = kExpRel (1 + u) + u + kExpAbs (1 + u). Under B0. (The fifth arrangement
+    fl(g fl(r up)) is not covered: its underflow term is (1 + u) |g| eta, see
+    spec/bounds.md B8.) *)
+Theorem B8_swiglu_bound : forall g up, F g -> - g <= exp_max ->
+  let dh := rnd (1 + akv_exp (- g)) in
+  let r := rnd (1 / dh) in
+  let y := g * up / (1 + exp (- g)) in
+  Rabs (rnd (rnd (g / dh) * up) - y) <= swiglu_bound g up /\
+  Rabs (rnd (rnd (g * up) / dh) - y) <= swiglu_bound g up /\
+  Rabs (rnd (rnd (g * r) * up) - y) <= swiglu_bound g up /\
+  Rabs (rnd (rnd (g * up) * r) - y) <= swiglu_bound g up.
+Proof.
+  intros g up Fg Hg dh r y.
+  pose proof u_pos. pose proof u_small. pose proof eta_pos. pose proof (exp_pos (- g)).
+  destruct (swiglu_denominator g Fg Hg) as (Hdh & Hdh1). fold dh in Hdh, Hdh1.
+  set (d := 1 + exp (- g)) in *.
+  pose proof swiglu_eps_d_small as Hed.
+  assert (Hd : 0 < d) by (unfold d; lra).
+  assert (Hfac : forall a b c, Rabs a <= u -> Rabs b <= u -> Rabs c <= u ->
+            Rabs (d / dh * (1 + a) * (1 + b) * (1 + c) - 1) <= (1 + u) * (1 + u) * (1 + u) / (1 - swiglu_eps_d) - 1)
+    by (intros; apply quotient_factor; assumption).
+  assert (Hu0 : Rabs 0 <= u) by (rewrite Rabs_R0; lra).
+  assert (Hone : forall a, Rabs a <= u -> Rabs (1 + a) <= 1 + u) by (intros a Ha; eapply Rle_trans; [apply Rabs_triang|]; rewrite Rabs_R1; lra).
+  set (AB := eta * ((1 + u) * (Rabs up + 1) + 1 + (1 + u) * (1 + u) * Rabs (g * up))).
+  assert (HAB : forall x, 0 <= x -> x <= AB -> x <= AB) by auto.
+  assert (Hgu : 0 <= Rabs (g * up)) by apply Rabs_pos.
+  assert (Hup : 0 <= Rabs up) by apply Rabs_pos.
+  (* r = fl(1 / d^) in [0, 1] *)
+  assert (Hr01 : 0 <= r <= 1).
+  { unfold r. split.
+    - apply rnd_nonneg. unfold Rdiv. rewrite Rmult_1_l. apply Rlt_le, Rinv_0_lt_compat; lra.
+    - apply Rle_trans with (rnd 1); [|rewrite (rnd_F 1 F_1); lra].
+      apply rnd_le. unfold Rdiv. rewrite Rmult_1_l. rewrite <- Rinv_1. apply Rinv_le_contravar; lra. }
+  split; [|split; [|split]].
+  - destruct (A1_standard_model (g / dh)) as (a & e1 & Ha & He1 & _ & Hr1).
+    destruct (A1_standard_model (rnd (g / dh) * up)) as (b & e2 & Hb & He2 & _ & Hr2).
+    rewrite Hr2, Hr1. unfold y.
+    replace ((g / dh * (1 + a) + e1) * up * (1 + b) + e2) with
+      (g * up / d * (d / dh * (1 + a) * (1 + b) * (1 + 0)) + (e1 * up * (1 + b) + e2)) by (unfold d; field; lra).
+    apply swiglu_finish; [apply Hfac; assumption|].
+    eapply Rle_trans; [apply Rabs_triang|]. rewrite !Rabs_mult.
+    assert (Rabs e1 * Rabs up * Rabs (1 + b) <= eta * Rabs up * (1 + u))
+      by (apply Rmult_le_compat; try apply Rmult_le_pos; try apply Rabs_pos; [apply Rmult_le_compat_r; [apply Rabs_pos|exact He1]|apply Hone; exact Hb]).
+    assert (0 <= eta * ((1 + u) * (1 + u) * (Rabs g * Rabs up))) by (apply Rmult_le_pos; [lra|]; apply Rmult_le_pos; [nra|apply Rmult_le_pos; apply Rabs_pos]).
+    assert (0 <= eta * (1 + u)) by nra.
+    unfold AB. lra.
+  - destruct (A1_standard_model (g * up)) as (a & e1 & Ha & He1 & _ & Hr1).
+    destruct (A1_standard_model (rnd (g * up) / dh)) as (b & e2 & Hb & He2 & _ & Hr2).
+    rewrite Hr2, Hr1. unfold y.
+    replace ((g * up * (1 + a) + e1) / dh * (1 + b) + e2) with
+      (g * up / d * (d / dh * (1 + a) * (1 + b) * (1 + 0)) + (e1 * (1 + b) / dh + e2)) by (unfold d; field; lra).
+    apply swiglu_finish; [apply Hfac; assumption|].
+    eapply Rle_trans; [apply Rabs_triang|]. unfold Rdiv. rewrite !Rabs_mult, Rabs_inv, (Rabs_pos_eq dh) by lra.
+    assert (Hinv : / dh <= 1) by (rewrite <- Rinv_1; apply Rinv_le_contravar; lra).
+    assert (Rabs e1 * Rabs (1 + b) <= eta * (1 + u)) by (apply Rmult_le_compat; try apply Rabs_pos; [exact He1|apply Hone; exact Hb]).
+    assert (Rabs e1 * Rabs (1 + b) * / dh <= eta * (1 + u)).
+    { rewrite <- (Rmult_1_r (eta * (1 + u))). apply Rmult_le_compat; try lra.
+      apply Rmult_le_pos; apply Rabs_pos. apply Rlt_le, Rinv_0_lt_compat; lra. }
+    assert (0 <= eta * ((1 + u) * (1 + u) * (Rabs g * Rabs up))) by (apply Rmult_le_pos; [lra|]; apply Rmult_le_pos; [nra|apply Rmult_le_pos; apply Rabs_pos]).
+    assert (0 <= eta * (1 + u)) by nra.
+    unfold AB. assert (0 <= eta * Rabs up * (1 + u)) by (apply Rmult_le_pos; [apply Rmult_le_pos; [lra|apply Rabs_pos]|lra]). lra.
+  - destruct (A1_standard_model (1 / dh)) as (c & e0 & Hc & He0 & _ & Hr0).
+    destruct (A1_standard_model (g * r)) as (a & e1 & Ha & He1 & _ & Hr1).
+    destruct (A1_standard_model (rnd (g * r) * up)) as (b & e2 & Hb & He2 & _ & Hr2).
+    rewrite Hr2, Hr1. unfold r at 1. rewrite Hr0. unfold y.
+    replace ((g * (1 / dh * (1 + c) + e0) * (1 + a) + e1) * up * (1 + b) + e2) with
+      (g * up / d * (d / dh * (1 + a) * (1 + b) * (1 + c)) + (g * up * e0 * (1 + a) * (1 + b) + e1 * up * (1 + b) + e2))
+      by (unfold d; field; lra).
+    apply swiglu_finish; [apply Hfac; assumption|].
+    eapply Rle_trans; [apply Rabs_triang|]. eapply Rle_trans; [apply Rplus_le_compat_r, Rabs_triang|].
+    rewrite !Rabs_mult. rewrite <- (Rabs_mult g up).
+    assert (K1 : Rabs (g * up) * Rabs e0 * Rabs (1 + a) * Rabs (1 + b) <= Rabs (g * up) * eta * (1 + u) * (1 + u)).
+    { repeat apply Rmult_le_compat; try apply Rabs_pos; try apply Rmult_le_pos; try apply Rmult_le_pos; try apply Rabs_pos; try lra;
+        try (apply Hone; assumption). }
+    assert (K2 : Rabs e1 * Rabs up * Rabs (1 + b) <= eta * Rabs up * (1 + u))
+      by (apply Rmult_le_compat; try apply Rmult_le_pos; try apply Rabs_pos; [apply Rmult_le_compat_r; [apply Rabs_pos|exact He1]|apply Hone; exact Hb]).
+    assert (0 <= eta * ((1 + u) * (1 + u) * Rabs (g * up))) by (apply Rmult_le_pos; [lra|]; apply Rmult_le_pos; [nra|apply Rabs_pos]).
+    assert (0 <= eta * (1 + u)) by nra. assert (0 <= eta * Rabs up * (1 + u)) by (apply Rmult_le_pos; [apply Rmult_le_pos; [lra|apply Rabs_pos]|lra]).
+    unfold AB. lra.
+  - destruct (A1_standard_model (1 / dh)) as (c & e0 & Hc & He0 & _ & Hr0).
+    destruct (A1_standard_model (g * up)) as (a & e1 & Ha & He1 & _ & Hr1).
+    destruct (A1_standard_model (rnd (g * up) * r)) as (b & e2 & Hb & He2 & _ & Hr2).
+    assert (Hr0' : r = 1 / dh * (1 + c) + e0) by exact Hr0.
+    rewrite Hr2, Hr1. unfold y.
+    replace ((g * up * (1 + a) + e1) * r * (1 + b) + e2) with
+      (g * up / d * (d / dh * (1 + a) * (1 + b) * (1 + c)) + (g * up * (1 + a) * e0 * (1 + b) + e1 * r * (1 + b) + e2))
+      by (rewrite Hr0'; unfold d; field; lra).
+    apply swiglu_finish; [apply Hfac; assumption|].
+    eapply Rle_trans; [apply Rabs_triang|]. eapply Rle_trans; [apply Rplus_le_compat_r, Rabs_triang|].
+    rewrite !Rabs_mult. rewrite <- (Rabs_mult g up). rewrite (Rabs_pos_eq r) by lra.
+    assert (K1 : Rabs (g * up) * Rabs (1 + a) * Rabs e0 * Rabs (1 + b) <= Rabs (g * up) * (1 + u) * eta * (1 + u)).
+    { repeat apply Rmult_le_compat; try apply Rabs_pos; try apply Rmult_le_pos; try apply Rmult_le_pos; try apply Rabs_pos; try lra;
+        try (apply Hone; assumption). }
+    assert (K2 : Rabs e1 * r * Rabs (1 + b) <= eta * 1 * (1 + u))
+      by (apply Rmult_le_compat; try apply Rmult_le_pos; try apply Rabs_pos; try lra; [apply Rmult_le_compat; try apply Rabs_pos; lra|apply Hone; exact Hb]).
+    assert (0 <= eta * ((1 + u) * (1 + u) * Rabs (g * up))) by (apply Rmult_le_pos; [lra|]; apply Rmult_le_pos; [nra|apply Rabs_pos]).
+    assert (0 <= eta * (1 + u)) by nra. assert (0 <= eta * Rabs up * (1 + u)) by (apply Rmult_le_pos; [apply Rmult_le_pos; [lra|apply Rabs_pos]|lra]).
+    unfold AB. lra.
+Qed.
+
+End Exp8.
+
+(** [B8], the overflow branch: when akv::exp(-g) overflows the float result is +-0 and
+    |y| <= |g up| e^g. *)
+Theorem B8_overflow_branch : forall g up, Rabs (0 - g * up / (1 + exp (- g))) <= Rabs (g * up) * exp g.
+Proof.
+  intros g up. rewrite Rminus_0_l, Rabs_Ropp. pose proof (exp_pos (- g)). pose proof (exp_pos g).
+  unfold Rdiv. rewrite Rabs_mult, Rabs_inv, (Rabs_pos_eq (1 + exp (- g))) by lra.
+  apply Rmult_le_compat_l; [apply Rabs_pos|].
+  rewrite <- (Rinv_inv (exp g)). apply Rinv_le_contravar; [apply Rinv_0_lt_compat; lra|].
+  rewrite <- exp_Ropp. lra.
+Qed.
