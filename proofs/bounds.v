@@ -88,7 +88,18 @@ Proof.
   { apply Rmult_le_compat_r; [lra|]. apply Rmult_le_compat_r; lra. }
   assert (H4 : ((1 + u) * gm + u) * (AL + AR) <= g * (AL + AR)).
   { apply Rmult_le_compat_r; lra. }
-  nra.
+  lra.
+Qed.
+
+(** p + q >= 2 when p q >= 1 (p, q >= 0). *)
+Lemma sum_ge_2 : forall p q, 0 <= p -> 0 <= q -> 1 <= p * q -> 2 <= p + q.
+Proof.
+  intros p q Hp Hq Hpq.
+  assert (Hs : 4 <= (p + q) * (p + q)).
+  { replace ((p + q) * (p + q)) with ((p - q) * (p - q) + 4 * (p * q)) by ring.
+    pose proof (Rle_0_sqr (p - q)). unfold Rsqr in *. lra. }
+  destruct (Rle_or_lt 2 (p + q)) as [H|H]; [exact H|].
+  assert ((p + q) * (p + q) < 2 * 2) by (apply Rmult_le_0_lt_compat; lra). lra.
 Qed.
 
 (** ** [B1] Dot product and matmul row *)
@@ -556,7 +567,7 @@ Proof.
   assert (K4 : gamma d * A * (1 + gamma m) + A * gamma m <= gamma (d + m) * A).
   { replace (gamma d * A * (1 + gamma m) + A * gamma m) with (((1 + gamma d) * (1 + gamma m) - 1) * A) by ring.
     apply Rmult_le_compat_r; lra. }
-  nra.
+  lra.
 Qed.
 
 (** ** [B3] RoPE rotation *)
@@ -879,8 +890,9 @@ Proof.
     assert (K3 : (1 + gamma d) * (INR d + K) * eta <= (1 + gamma (d + 3)) * (2 * INR d + 1 + (1 + u) * K) * eta).
     { apply Rmult_le_compat_r; [lra|]. pose proof (pos_INR d).
       assert (gamma d <= gamma (d + 3)) by (apply gamma_mono; [lia|exact Hu]).
-      apply Rmult_le_compat; nra. }
-    unfold Rdiv in *. nra.
+      assert (0 <= u * K) by (apply Rmult_le_pos; lra).
+      apply Rmult_le_compat; lra. }
+    unfold Rdiv in *. lra.
 Qed.
 
 (** ** [B2] Sum of squares and RMSNorm *)
@@ -966,7 +978,7 @@ Proof.
     assert (K2 : Rabs (eval t - ss) * / INR n * Rabs (1 + d1) <= (gamma n * sn + (1 + gamma n) * eta) * (1 + u))
       by (apply Rmult_le_compat; try apply Rabs_pos; try (apply Rmult_le_pos; [apply Rabs_pos|lra]); assumption).
     assert (K3 : Rabs d1 * sn <= u * sn) by (apply Rmult_le_compat_r; lra).
-    unfold Rdiv in *. nra. }
+    unfold Rdiv in *. lra. }
   replace ((eval t / INR n * (1 + d1) + e1 + eps) * (1 + d2) - m) with
     ((eval t / INR n * (1 + d1) + e1 - sn) * (1 + d2) + d2 * m) by (unfold m, sn; ring).
   eapply Rle_trans; [apply Rabs_triang|]. rewrite !Rabs_mult, (Rabs_pos_eq m) by lra.
@@ -977,15 +989,19 @@ Proof.
   assert (K5 : Rabs d2 * m <= u * m) by (apply Rmult_le_compat_r; lra).
   (* relative part: ((1+u)((1+u) g + u)) sn + u m <= gamma_{n+2} m *)
   assert (K6 : ((1 + u) * gamma n + u) * sn * (1 + u) + u * m <= gamma (n + 2) * m).
-  { assert (((1 + u) * gamma n + u) * (1 + u) + u <= gamma (n + 2)) by nra.
-    assert (0 <= ((1 + u) * gamma n + u) * (1 + u)) by (apply Rmult_le_pos; nra).
-    nra. }
+  { assert (Kc : ((1 + u) * gamma n + u) * (1 + u) + u <= gamma (n + 2)) by lra.
+    assert (0 <= ((1 + u) * gamma n + u) * (1 + u)) by (apply Rmult_le_pos; [apply Rplus_le_le_0_compat; [apply Rmult_le_pos|]|]; lra).
+    assert (((1 + u) * gamma n + u) * (1 + u) * sn <= ((1 + u) * gamma n + u) * (1 + u) * m) by (apply Rmult_le_compat_l; lra).
+    replace (gamma (n + 2) * m) with ((((1 + u) * gamma n + u) * (1 + u) + u) * m + (gamma (n + 2) - (((1 + u) * gamma n + u) * (1 + u) + u)) * m) by ring.
+    assert (0 <= (gamma (n + 2) - (((1 + u) * gamma n + u) * (1 + u) + u)) * m) by (apply Rmult_le_pos; lra).
+    lra. }
   (* absolute part: (1+u)((1+u)(1+g) + 1) eta <= 4 eta = (4 eta / m) m *)
   assert (K7 : ((1 + u) * (1 + gamma n) + 1) * eta * (1 + u) <= 4 * eta / m * m).
   { replace (4 * eta / m * m) with (4 * eta) by (field; lra).
     assert ((1 + u) * ((1 + u) * (1 + gamma n)) + (1 + u) <= 4) by lra.
-    nra. }
-  nra.
+    replace (((1 + u) * (1 + gamma n) + 1) * eta * (1 + u)) with (((1 + u) * ((1 + u) * (1 + gamma n)) + (1 + u)) * eta) by ring.
+    apply Rmult_le_compat_r; lra. }
+  lra.
 Qed.
 
 (** r = fl(1 / fl(sqrt m^)) for a float m^ within eps_m m of m, m^ finite (< 2^128):
@@ -1065,12 +1081,12 @@ Proof.
   (* X / a + 1 / (X b) >= 2 since (X / a) (1 / (X b)) = 1 / (a b) >= 1 *)
   assert (Hpq : 1 <= X / a * (/ b * / X)).
   { replace (X / a * (/ b * / X)) with (/ (a * b)) by (field; lra).
-    rewrite <- Rinv_1. apply Rinv_le_contravar; [nra|exact Hab]. }
+    rewrite <- Rinv_1. apply Rinv_le_contravar; [apply Rmult_lt_0_compat; lra|exact Hab]. }
   assert (Hsum : 2 <= X / a + / b * / X).
   { set (p := X / a) in *. set (q := / b * / X) in *.
     assert (0 <= p) by (unfold p, Rdiv; apply Rmult_le_pos; lra).
     assert (0 <= q) by (unfold q; apply Rmult_le_pos; lra).
-    nra. }
+    apply sum_ge_2; assumption. }
   apply Rabs_le. split; lra.
 Qed.
 
@@ -1131,8 +1147,9 @@ Proof.
       assert (Rabs (1 + d6) <= 1 + u) by (eapply Rle_trans; [apply Rabs_triang|]; rewrite Rabs_R1; lra).
       assert (Rabs e5 * Rabs wj * Rabs (1 + d6) <= eta * Rabs wj * (1 + u))
         by (apply Rmult_le_compat; try apply Rmult_le_pos; try apply Rabs_pos; try assumption; apply Rmult_le_compat_r; [apply Rabs_pos|assumption]).
-      assert (eta * Rabs wj <= eta * Rmax (Rabs xj) (Rabs wj)) by (apply Rmult_le_compat_l; lra).
-      nra.
+      assert (eta * Rabs wj * (1 + u) <= eta * Rmax (Rabs xj) (Rabs wj) * (1 + u))
+        by (apply Rmult_le_compat_r; [lra|]; apply Rmult_le_compat_l; lra).
+      lra.
   - destruct (A1_standard_model (xj * rnd (r * wj))) as (d6 & e6 & Hd6 & He6 & _ & Hr6).
     rewrite Hr6, Hr5', Hrr.
     replace (xj * (rho / sqrt m * wj * (1 + d5') + e5') * (1 + d6) + e6 - xj * wj / sqrt m) with
@@ -1150,8 +1167,9 @@ Proof.
       assert (Rabs (1 + d6) <= 1 + u) by (eapply Rle_trans; [apply Rabs_triang|]; rewrite Rabs_R1; lra).
       assert (Rabs xj * Rabs e5' * Rabs (1 + d6) <= Rabs xj * eta * (1 + u))
         by (apply Rmult_le_compat; try apply Rmult_le_pos; try apply Rabs_pos; try assumption; apply Rmult_le_compat_l; [apply Rabs_pos|assumption]).
-      assert (eta * Rabs xj <= eta * Rmax (Rabs xj) (Rabs wj)) by (apply Rmult_le_compat_l; lra).
-      nra.
+      assert (Rabs xj * eta * (1 + u) <= eta * Rmax (Rabs xj) (Rabs wj) * (1 + u))
+        by (apply Rmult_le_compat_r; [lra|]; rewrite Rmult_comm; apply Rmult_le_compat_l; lra).
+      lra.
 Qed.
 
 (** ** Sums of floats (the softmax denominator) *)
@@ -1293,7 +1311,7 @@ Proof.
     apply Rabs_le. unfold Rdiv. split.
     - assert (z * (1 + a) * (1 + b) >= / (1 + g) * ((1 - u) * (1 - u))).
       { rewrite Rmult_assoc. apply Rle_ge, Rmult_le_compat; try lra. apply Rlt_le, Rinv_0_lt_compat; lra. nra. }
-      nra.
+      lra.
     - assert (z * (1 + a) * (1 + b) <= / (1 - g) * ((1 + u) * (1 + u))).
       { rewrite Rmult_assoc. apply Rmult_le_compat; try lra. nra. }
       nra. }
@@ -1611,8 +1629,8 @@ Proof.
     eapply Rle_trans; [apply Rabs_triang|]. rewrite !Rabs_mult.
     assert (Rabs e1 * Rabs up * Rabs (1 + b) <= eta * Rabs up * (1 + u))
       by (apply Rmult_le_compat; try apply Rmult_le_pos; try apply Rabs_pos; [apply Rmult_le_compat_r; [apply Rabs_pos|exact He1]|apply Hone; exact Hb]).
-    assert (0 <= eta * ((1 + u) * (1 + u) * (Rabs g * Rabs up))) by (apply Rmult_le_pos; [lra|]; apply Rmult_le_pos; [nra|apply Rmult_le_pos; apply Rabs_pos]).
-    assert (0 <= eta * (1 + u)) by nra.
+    assert (0 <= eta * ((1 + u) * (1 + u) * (Rabs g * Rabs up))) by (apply Rmult_le_pos; [lra|]; apply Rmult_le_pos; [apply Rmult_le_pos; lra|apply Rmult_le_pos; apply Rabs_pos]).
+    assert (0 <= eta * (1 + u)) by (apply Rmult_le_pos; lra).
     unfold AB. lra.
   - destruct (A1_standard_model (g * up)) as (a & e1 & Ha & He1 & _ & Hr1).
     destruct (A1_standard_model (rnd (g * up) / dh)) as (b & e2 & Hb & He2 & _ & Hr2).
@@ -1626,8 +1644,8 @@ Proof.
     assert (Rabs e1 * Rabs (1 + b) * / dh <= eta * (1 + u)).
     { rewrite <- (Rmult_1_r (eta * (1 + u))). apply Rmult_le_compat; try lra.
       apply Rmult_le_pos; apply Rabs_pos. apply Rlt_le, Rinv_0_lt_compat; lra. }
-    assert (0 <= eta * ((1 + u) * (1 + u) * (Rabs g * Rabs up))) by (apply Rmult_le_pos; [lra|]; apply Rmult_le_pos; [nra|apply Rmult_le_pos; apply Rabs_pos]).
-    assert (0 <= eta * (1 + u)) by nra.
+    assert (0 <= eta * ((1 + u) * (1 + u) * (Rabs g * Rabs up))) by (apply Rmult_le_pos; [lra|]; apply Rmult_le_pos; [apply Rmult_le_pos; lra|apply Rmult_le_pos; apply Rabs_pos]).
+    assert (0 <= eta * (1 + u)) by (apply Rmult_le_pos; lra).
     unfold AB. assert (0 <= eta * Rabs up * (1 + u)) by (apply Rmult_le_pos; [apply Rmult_le_pos; [lra|apply Rabs_pos]|lra]). lra.
   - destruct (A1_standard_model (1 / dh)) as (c & e0 & Hc & He0 & _ & Hr0).
     destruct (A1_standard_model (g * r)) as (a & e1 & Ha & He1 & _ & Hr1).
@@ -1644,8 +1662,8 @@ Proof.
         try (apply Hone; assumption). }
     assert (K2 : Rabs e1 * Rabs up * Rabs (1 + b) <= eta * Rabs up * (1 + u))
       by (apply Rmult_le_compat; try apply Rmult_le_pos; try apply Rabs_pos; [apply Rmult_le_compat_r; [apply Rabs_pos|exact He1]|apply Hone; exact Hb]).
-    assert (0 <= eta * ((1 + u) * (1 + u) * Rabs (g * up))) by (apply Rmult_le_pos; [lra|]; apply Rmult_le_pos; [nra|apply Rabs_pos]).
-    assert (0 <= eta * (1 + u)) by nra. assert (0 <= eta * Rabs up * (1 + u)) by (apply Rmult_le_pos; [apply Rmult_le_pos; [lra|apply Rabs_pos]|lra]).
+    assert (0 <= eta * ((1 + u) * (1 + u) * Rabs (g * up))) by (apply Rmult_le_pos; [lra|]; apply Rmult_le_pos; [apply Rmult_le_pos; lra|apply Rabs_pos]).
+    assert (0 <= eta * (1 + u)) by (apply Rmult_le_pos; lra). assert (0 <= eta * Rabs up * (1 + u)) by (apply Rmult_le_pos; [apply Rmult_le_pos; [lra|apply Rabs_pos]|lra]).
     unfold AB. lra.
   - destruct (A1_standard_model (1 / dh)) as (c & e0 & Hc & He0 & _ & Hr0).
     destruct (A1_standard_model (g * up)) as (a & e1 & Ha & He1 & _ & Hr1).
@@ -1663,8 +1681,8 @@ Proof.
         try (apply Hone; assumption). }
     assert (K2 : Rabs e1 * r * Rabs (1 + b) <= eta * 1 * (1 + u))
       by (apply Rmult_le_compat; try apply Rmult_le_pos; try apply Rabs_pos; try lra; [apply Rmult_le_compat; try apply Rabs_pos; lra|apply Hone; exact Hb]).
-    assert (0 <= eta * ((1 + u) * (1 + u) * Rabs (g * up))) by (apply Rmult_le_pos; [lra|]; apply Rmult_le_pos; [nra|apply Rabs_pos]).
-    assert (0 <= eta * (1 + u)) by nra. assert (0 <= eta * Rabs up * (1 + u)) by (apply Rmult_le_pos; [apply Rmult_le_pos; [lra|apply Rabs_pos]|lra]).
+    assert (0 <= eta * ((1 + u) * (1 + u) * Rabs (g * up))) by (apply Rmult_le_pos; [lra|]; apply Rmult_le_pos; [apply Rmult_le_pos; lra|apply Rabs_pos]).
+    assert (0 <= eta * (1 + u)) by (apply Rmult_le_pos; lra). assert (0 <= eta * Rabs up * (1 + u)) by (apply Rmult_le_pos; [apply Rmult_le_pos; [lra|apply Rabs_pos]|lra]).
     unfold AB. lra.
 Qed.
 
