@@ -4,8 +4,9 @@
     gradual underflow, every operation [rnd] of its exact result (A1_binary32_ops: IEEE
     binary32 in round-to-nearest-even while nothing overflows, the hypothesis of every
     clause). B0, the measured error of akv::exp, is not proven: the theorems that use it
-    (B5, B6's softmax, B8) take it as the hypothesis [B0_exp_error] of section Exp, so after
-    the section closes it is an explicit premise of each of them. *)
+    (B5, B8) take it as the hypotheses [B0_exp_float] and [B0_exp_error] of sections Exp and
+    Exp8, so after the section closes it is an explicit premise of each of them. B6's softmax
+    composition takes any bounds E_j of the exps' errors (B5's, under B0). *)
 
 From Coq Require Import Reals Psatz Lra List Permutation Arith.
 From Flocq Require Import Core.
@@ -1471,6 +1472,94 @@ Proof.
     assert (0 <= (x + Ej) * SE) by (apply Rmult_le_pos; lra).
     replace ((x + Ej) * / (A - SE) * SE * / A) with ((x + Ej) * SE * (/ (A - SE) * / A)) by ring.
     apply Rmult_le_compat; try assumption. apply Rmult_le_pos; apply Rabs_pos.
+Qed.
+
+Lemma nth_map_lt : forall (f : R -> R) l k, (k < length l)%nat -> nth k (map f l) 0 = f (nth k l 0).
+Proof.
+  intros f l k Hk. rewrite (nth_indep _ 0 (f 0)) by (rewrite map_length; exact Hk). apply map_nth.
+Qed.
+
+(** B5's bound as a function of t = s_j - m. *)
+Definition shifted_exp_bound (t : R) : R :=
+  exp t * (exp (u * Rabs t) - 1) + kExpRel * exp t * exp (u * Rabs t) + kExpAbs.
+
+(** [B6] as softmax_bounds composes it: scores s (floats), m their maximum, e^_j =
+    akv::exp(fl(s_j - m)) summed in any tree, p^_j = fl(e^_j / S^): with A = sum e^, E_j the
+    B5 bounds and A - sum E > 0,
+    |p^_j - e^(s_j - m) / sum e^(s_k - m)| <= E_j / A + (e^_j + E_j) / (A - sum E) * sum E / A
+                                             + e^_j / A ((1 + u)^2 / (1 - gamma_{n-1}) - 1) + eta,
+    and e^(s_j - m) / sum e^(s_k - m) is softmax(s)_j. Under B0. *)
+Theorem B6_softmax_bound :
+  forall (s : list R) (m : R) (t : sum_tree) (j : nat),
+  Forall F s -> F m -> Forall (fun x => x <= m) s -> (j < length s)%nat ->
+  let eh := map (fun x => akv_exp (rnd (x - m))) s in
+  let e := map (fun x => exp (x - m)) s in
+  let E := map (fun x => shifted_exp_bound (x - m)) s in
+  let n := length s in
+  leaves t = eh -> gamma (n - 1) < 1 -> INR (n - 1) * u < 1 -> 0 < rsum eh - rsum E ->
+  let A := rsum eh in let SE := rsum E in
+  Rabs (rnd (nth j eh 0 / seval t) - nth j e 0 / rsum e) <=
+    nth j E 0 / A + (nth j eh 0 + nth j E 0) / (A - SE) * SE / A + nth j eh 0 / A * norm_rel n + eta /\
+  nth j e 0 / rsum e = exp (nth j s 0) / rsum (map exp s).
+Proof.
+  intros s m t j Fs Fm Hle Hj eh e E n Ht Hg Hu Hgap A SE.
+  assert (Hlen_eh : length eh = length s) by (unfold eh; apply map_length).
+  assert (Hlen_e : length e = length s) by (unfold e; apply map_length).
+  assert (Hlen_E : length E = length s) by (unfold E; apply map_length).
+  assert (Hfl : forall x, In x s -> F (rnd (x - m)) /\ rnd (x - m) <= exp_max).
+  { intros x Hx. split; [apply F_rnd|].
+    rewrite Forall_forall in Hle. pose proof (Hle x Hx).
+    apply Rle_trans with (rnd 0); [apply rnd_le; lra|]. rewrite rnd_0. unfold exp_max. lra. }
+  assert (Hpos : Forall (fun x => 0 <= x) eh).
+  { unfold eh. apply Forall_forall. intros y Hy. apply in_map_iff in Hy. destruct Hy as (x & <- & Hx).
+    destruct (Hfl x Hx) as (HF & Hm). exact (akv_exp_nonneg (rnd (x - m)) HF Hm). }
+  assert (HFe : Forall F eh).
+  { unfold eh. apply Forall_forall. intros y Hy. apply in_map_iff in Hy. destruct Hy as (x & <- & _). apply B0_exp_float. }
+  assert (Herr : forall k, (k < length e)%nat -> Rabs (nth k eh 0 - nth k e 0) <= nth k E 0).
+  { intros k Hk. rewrite Hlen_e in Hk.
+    unfold eh, e, E. rewrite !nth_map_lt by exact Hk.
+    assert (Hin : In (nth k s 0) s) by (apply nth_In; exact Hk).
+    rewrite Forall_forall in Fs, Hle.
+    apply (B5_shifted_exp_bound (nth k s 0) m (Fs _ Hin) Fm (Hle _ Hin)). }
+  assert (HSE0 : 0 <= SE).
+  { unfold SE. clear -Herr Hlen_e Hlen_E Hlen_eh. revert Herr. unfold E, eh, e. clear.
+    induction s as [|x s IH]; simpl; intro H; [lra|].
+    pose proof (H 0%nat ltac:(lia)) as H0. simpl in H0.
+    assert (0 <= shifted_exp_bound (x - m)) by (eapply Rle_trans; [apply Rabs_pos|exact H0]).
+    assert (0 <= rsum (map (fun x0 => shifted_exp_bound (x0 - m)) s)).
+    { apply IH. intros k Hk. apply (H (S k)). simpl. lia. }
+    lra. }
+  assert (HA : 0 < A) by (unfold A, SE in *; lra).
+  (* the normalisation of the computed e^ *)
+  assert (Hn : n = length (leaves t)) by (rewrite Ht; unfold n; symmetry; exact Hlen_eh).
+  assert (Hej_in : In (nth j eh 0) eh) by (apply nth_In; lia).
+  assert (Fej : F (nth j eh 0)) by (rewrite Forall_forall in HFe; apply HFe; exact Hej_in).
+  assert (Hej0 : 0 <= nth j eh 0) by (rewrite Forall_forall in Hpos; apply Hpos; exact Hej_in).
+  assert (HSt : 0 < rsum (leaves t)) by (rewrite Ht; exact HA).
+  rewrite Hn in Hg, Hu.
+  destruct (B6_normalise_bound t (nth j eh 0) (ltac:(rewrite Ht; exact HFe)) (ltac:(rewrite Ht; exact Hpos))
+              HSt Hg Hu Fej Hej0) as (Hnorm & _).
+  rewrite Ht in Hnorm. fold A in Hnorm. rewrite Hlen_eh in Hnorm. fold n in Hnorm.
+  (* the exps' error through the quotient *)
+  assert (Hl1 : length eh = length e) by lia.
+  assert (Hl2 : length E = length e) by lia.
+  pose proof (B6_softmax_composition eh e E j Hl1 Hl2 ltac:(lia) Hpos Herr Hgap) as Hc. fold A SE in Hc.
+  split.
+  - replace (rnd (nth j eh 0 / seval t) - nth j e 0 / rsum e) with
+      ((rnd (nth j eh 0 / seval t) - nth j eh 0 / A) + (nth j eh 0 / A - nth j e 0 / rsum e)) by ring.
+    eapply Rle_trans; [apply Rabs_triang|]. lra.
+  - (* shift invariance: e^(s_j - m) / sum e^(s_k - m) = e^s_j / sum e^s_k *)
+    assert (Hsum : rsum e = exp (- m) * rsum (map exp s)).
+    { unfold e. clear. induction s as [|x s IH]; simpl; [ring|]. rewrite IH.
+      replace (x - m) with (x + - m) by ring. rewrite exp_plus. ring. }
+    assert (Hnth : nth j e 0 = exp (- m) * exp (nth j s 0)).
+    { unfold e. rewrite nth_map_lt by exact Hj. replace (nth j s 0 - m) with (nth j s 0 + - m) by ring. rewrite exp_plus. ring. }
+    assert (Hpos_sum : 0 < rsum (map exp s)).
+    { destruct s as [|x s']; [simpl in Hj; lia|]. simpl.
+      assert (0 <= rsum (map exp s')) by (clear; induction s' as [|y s' IH]; simpl; [lra|pose proof (exp_pos y); lra]).
+      pose proof (exp_pos x). lra. }
+    pose proof (exp_pos (- m)).
+    rewrite Hsum, Hnth. field. split; lra.
 Qed.
 
 End Exp.
