@@ -28,10 +28,11 @@ double swiglu_underflow(double gu, double au) {
   return mul_up(kEta, add_up(base, mul_up(mul_up(1.0 + kU, 1.0 + kU), gu)));
 }
 
-// (1+a)/(1-b) - 1, rounded up, a, b >= 0, b < 1.
+// (1+a)/(1-b) - 1 = (a + b)/(1 - b), rounded up, a, b >= 0, b < 1 (no cancellation: within a few
+// ulps of the formula, which tests/test_bounds_coq.cpp holds to 2^-40).
 double ratio_minus_one(double a, double b) {
   if (b >= 1) return kInf;
-  return sub_up(div_up(add_up(1.0, a), sub_dn(1.0, b)), 1.0);
+  return div_up(add_up(a, b), sub_dn(1.0, b));
 }
 
 // B8's relative factor: fl(1 + e^) errs by eps_d relative, then <= 3 roundings (÷ or a
@@ -164,9 +165,11 @@ std::vector<double> normalise_bounds(std::span<const float> e) {
   for (float v : e) s_lo = add_dn(s_lo, v);
   std::vector<double> out(e.size(), kInf);
   if (!(s_lo > 0)) return out;
-  // p^ = e_j / S^ (1 + delta) or e_j * fl(1/S^): |p^ - p| <= p ((1+u)^2 / (1 - gamma_{n-1}) - 1) + 2^-150.
+  // p^ = e_j / S^ (1 + delta) or e_j * fl(1/S^): |p^ - p| <= p ((1+u)^2 / (1 - gamma_{n-1}) - 1) + 2^-150,
+  // plus (1 + u) e_j 2^-150 for the reciprocal form, whose fl(1/S^) is subnormal when S^ > 2^126.
   const double rel = ratio_minus_one(rel_k(2), gamma(n - 1));
-  for (int j = 0; j < n; ++j) out[j] = add_up(mul_up(rel, div_up(e[j], s_lo)), kEta);
+  for (int j = 0; j < n; ++j)
+    out[j] = add_up(add_up(mul_up(rel, div_up(e[j], s_lo)), kEta), mul_up(mul_up(1.0 + kU, e[j]), kEta));
   return out;
 }
 
