@@ -393,9 +393,13 @@ def main():
         print(__doc__, file=sys.stderr)
         return 2
     work = Path(sys.argv[2])
+    marker = work / ".akv-proofs"
     if work.exists():
+        if any(work.iterdir()) and not marker.exists():
+            return fail(f"{work} exists and is not a folder scripts/prove made: not removing it (set AKV_PROOF_DIR)")
         shutil.rmtree(work)
     work.mkdir(parents=True)
+    marker.write_text("scripts/prove's work folder: removed and rebuilt on every run\n")
     for p in PROOFS.glob("*.v"):
         shutil.copy(p, work / p.name)
     shutil.copy(PROOFS / "_CoqProject", work / "_CoqProject")
