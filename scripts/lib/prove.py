@@ -122,6 +122,27 @@ def exact(s):
     return Fraction(float.fromhex(s))
 
 
+SQRT_BITS = 80  # the square roots of B2's enclosure, to 2^-80 of one
+
+
+def coq_parts(kind, args, tag):
+    """(definitions, boolean side conditions, value expressions) of one golden line. The
+    definitions compute what a line's values share once (B2's square roots); every side
+    condition must compute to true."""
+    if kind == "B2":  # rmsnorm_bounds(x, w, eps): per element, (upper, lower) of the exact bound
+        n, eps = int(args[0]), exact(args[1])
+        x, w = [exact(a) for a in args[2:2 + n]], [exact(a) for a in args[2 + n:2 + 2 * n]]
+        m = qlit(sum(v * v for v in x) / n + eps)
+        roots = f"akv_roots_{tag}"
+        defs = [f"Definition {roots} := Eval vm_compute in (rms_roots {n}%Z {m} {SQRT_BITS}%positive)."]
+        exprs = []
+        for xj, wj in zip(x, w):
+            enc = f"rms_enclosure_from {roots} {m} {qlit(abs(xj * wj))} {qlit(max(abs(xj), abs(wj)))}"
+            exprs += [f"fst ({enc})", f"snd ({enc})"]
+        return defs, [f"rms_roots_ok {n}%Z {m} {roots}"], exprs
+    return [], [], coq_expr(kind, args)
+
+
 def coq_expr(kind, args):
     """The Coq expression of one golden line's bound(s), and how many values it gives."""
     if kind == "B1":  # dot_bound_from_abs(S, n)
@@ -149,28 +170,51 @@ def coq_expr(kind, args):
     raise ValueError(f"unknown golden kind {kind}")
 
 
-def coq_values(work, exprs):
-    """Evaluates the Q expressions with Coq (vm_compute, Qred) and returns Fractions."""
-    src = ["From Coq Require Import QArith.", "From Akv Require Import bound_values.", "Open Scope Q_scope."]
-    for e in exprs:
-        src.append(f"Eval vm_compute in (Qred ({e})).")
+def run_golden_file(work, lines):
+    src = ["From Coq Require Import QArith.", "From Akv Require Import bound_values.", "Open Scope Q_scope."] + lines
     (work / "golden_values.v").write_text("\n".join(src) + "\n")
     r, dt = coqc(work, "golden_values.v")
     print(f"akv prove: golden values: {dt:.1f} s CPU")
     if r.returncode != 0:
         raise RuntimeError("coqc on the golden values failed:\n" + r.stdout + r.stderr)
+    return r.stdout
+
+
+def check_guards(out, guards):
+    bools = re.findall(r"=\s*(true|false)\s*:\s*bool\b", out)
+    return bools[:len(guards)], bools[len(guards):]
+
+
+def coq_values(work, exprs, guards=(), defs=()):
+    """Evaluates the Q expressions with Coq (vm_compute, Qred) and returns Fractions; every guard
+    (a bool expression) must evaluate to true. Slow for large numbers (Coq prints in decimal):
+    for --update-values only."""
+    lines = list(defs) + [f"Eval vm_compute in ({g})." for g in guards]
+    lines += [f"Eval vm_compute in (let q := Qred ({e}) in (Qnum q, Zpos (Qden q)))." for e in exprs]
+    out = run_golden_file(work, lines)
+    g, _ = check_guards(out, guards)
+    if len(g) != len(guards) or any(b != "true" for b in g):
+        raise RuntimeError(f"a side condition of the golden values does not hold: {list(zip(guards, g))[:3]}")
     vals = []
-    for block in re.findall(r"=\s*(.*?)\s*:\s*Q\b", r.stdout, re.S):
-        t = re.sub(r"\s+", "", block)
-        t = t.strip("()")
-        if "#" in t:
-            p, q = t.split("#")
-            vals.append(Fraction(int(p.strip("()")), int(q.strip("()"))))
-        else:
-            vals.append(Fraction(int(t)))
+    for num, den in re.findall(r"=\s*\(\s*(-?[0-9\s]+?)%Z\s*,\s*([0-9\s]+?)%Z\s*\)\s*:\s*Z\s*\*\s*Z", out):
+        vals.append(Fraction(int(re.sub(r"\s", "", num)), int(re.sub(r"\s", "", den))))
     if len(vals) != len(exprs):
         raise RuntimeError(f"expected {len(exprs)} values from Coq, parsed {len(vals)}")
     return vals
+
+
+def coq_equal(work, exprs, want, guards=(), defs=()):
+    """For each expression, whether Coq computes exactly the committed value (Qeq_bool: no
+    decimal printing, so a few seconds for every value); every guard must hold."""
+    lines = list(defs) + [f"Eval vm_compute in ({g})." for g in guards]
+    lines += [f"Eval vm_compute in (Qeq_bool ({e}) {qlit(w)})." for e, w in zip(exprs, want)]
+    out = run_golden_file(work, lines)
+    g, eq = check_guards(out, guards)
+    if len(g) != len(guards) or any(b != "true" for b in g):
+        raise RuntimeError(f"a side condition of the golden values does not hold: {list(zip(guards, g))[:3]}")
+    if len(eq) != len(exprs):
+        raise RuntimeError(f"expected {len(exprs)} comparisons from Coq, parsed {len(eq)}")
+    return [b == "true" for b in eq]
 
 
 def read_golden():
@@ -220,6 +264,12 @@ def gen_inputs(seed=48):
         k = [rand_f32(-10, 10, sub) for _ in range(d)]
         out.append(("B4", [str(r)] + [hexf(v) for v in q + k]))
     out.append(("B4", ["2"] + [hexf(0.0)] * 8))
+    for n, eps, sub in [(1, 1e-5, 0.0), (1, 0.0, 0.0), (3, 1e-6, 0.3), (6, 1e-5, 0.1)]:
+        x = [rand_f32(-8, 8, sub) for _ in range(n)]
+        w = [rand_f32(-4, 4, 0.0) for _ in range(n)]
+        out.append(("B2", [str(n), hexf(f32(eps))] + [hexf(v) for v in x + w]))
+    # a tiny row with eps = 0: m near 2^-141, where the 2^-148 / m term is most of eps_m
+    out.append(("B2", ["2", hexf(0.0), hexf(f32(1.5 * 2.0 ** -70)), hexf(f32(2.0 ** -72)), hexf(1.0), hexf(-2.0)]))
     for n in [1, 3, 8]:
         e = [f32(rng.uniform(0, 1)) for _ in range(n)]
         e[rng.randrange(n)] = 1.0
@@ -232,12 +282,14 @@ def gen_inputs(seed=48):
 
 def update_values(work):
     inputs = gen_inputs()
-    exprs, counts = [], []
-    for kind, args in inputs:
-        e = coq_expr(kind, args)
+    exprs, counts, guards, defs = [], [], [], []
+    for i, (kind, args) in enumerate(inputs):
+        d, g, e = coq_parts(kind, args, i)
         exprs += e
         counts.append(len(e))
-    vals = coq_values(work, exprs)
+        guards += g
+        defs += d
+    vals = coq_values(work, exprs, guards, defs)
     lines = [
         "# Exact values of the bound expressions of proofs/bounds.v, as Coq computes them",
         "# (proofs/bound_values.v: each Q function is proven equal to its theorem's right-hand side).",
@@ -245,6 +297,8 @@ def update_values(work):
         "# when a value here is not what Coq computes. Read by tests/test_bounds_coq.cpp.",
         "# B1 n S: dot_bound_from_abs | B1v n x.. y..: dot_bound | B3 x0 x1 c s: rope_bounds (2 outputs)",
         "# B4 r q.. k.. (d = r^2): score_bound | B6 n e..: normalise_bounds (n outputs)",
+        "# B2 n eps x.. w..: rmsnorm_bounds, per output (upper, lower) of the exact bound (square roots",
+        "# enclosed to 2^-80: proofs/bound_values.v rms_enclosureQ_B2)",
     ]
     i = 0
     for (kind, args), c in zip(inputs, counts):
@@ -260,20 +314,25 @@ def check_golden(work):
     golden = read_golden()
     if not golden:
         return fail(f"{GOLDEN.relative_to(ROOT)} holds no values: nothing ties the code to the theorems")
-    exprs, want = [], []
-    for kind, args, vals in golden:
-        e = coq_expr(kind, args)
+    exprs, want, guards, defs = [], [], [], []
+    for i, (kind, args, vals) in enumerate(golden):
+        d, g, e = coq_parts(kind, args, i)
+        guards += g
+        defs += d
         if len(e) != len(vals):
             return fail(f"golden line {kind} {' '.join(args[:3])}...: {len(vals)} values for {len(e)} bounds")
         exprs += e
         want += vals
-    got = coq_values(work, exprs)
-    bad = [(e, w, g) for e, w, g in zip(exprs, want, got) if w != g]
+    try:
+        same = coq_equal(work, exprs, want, guards, defs)
+    except RuntimeError as e:
+        return fail(str(e))
+    bad = [(e, w) for e, w, ok in zip(exprs, want, same) if not ok]
     if bad:
-        e, w, g = bad[0]
-        return fail(f"{len(bad)} golden values differ from Coq's; first: {e}: file {w}, Coq {g}"
+        e, w = bad[0]
+        return fail(f"{len(bad)} golden values differ from Coq's; first: {e}: file {w}"
                     f" (scripts/prove --update-values rewrites the file)")
-    print(f"akv prove: {len(got)} golden bound values of {len(golden)} inputs equal Coq's (bound_values.v)")
+    print(f"akv prove: {len(same)} golden bound values of {len(golden)} inputs equal Coq's (bound_values.v)")
     return 0
 
 
