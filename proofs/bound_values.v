@@ -8,9 +8,10 @@
     that every bound function returns at least that exact value and at most 2^-40 above it.
 
     Covered: B1 (dot products, matmul rows, B7's weighted sum), B3 (RoPE), B4 for head
-    dimensions that are perfect squares (sqrt d rational), B6's normalisation. B2, B5 and
-    B8 involve square roots and exponentials of their inputs and have no rational twin
-    here (docs/proofs.md). *)
+    dimensions that are perfect squares (sqrt d rational), B6's normalisation, and B2, whose
+    two square roots are enclosed by rationals to 2^-80 ([sqrt_enclosure]), which encloses
+    the bound ([rms_enclosureQ_B2]). B5 and B8 involve exponentials of their inputs and have
+    no rational twin here (docs/proofs.md). *)
 
 From Coq Require Import Reals QArith Qreals Psatz Lra.
 From Flocq Require Import Core.

@@ -1,5 +1,5 @@
 // The numbers the bound functions compute are the numbers the theorems state (spec/bounds.md
-// B1, B3, B4, B6; docs/proofs.md). tests/golden/bounds_coq.txt holds inputs and, for each, the
+// B1, B2, B3, B4, B6; docs/proofs.md). tests/golden/bounds_coq.txt holds inputs and, for each, the
 // exact value of the theorem's right-hand side as Coq computes it (proofs/bound_values.v proves
 // each computed expression equal to its theorem's; scripts/prove fails when a value in the file
 // is not Coq's). Every bound function must return at least that value (its outward rounding
@@ -75,6 +75,22 @@ double num(const std::string& hex) { return std::strtod(hex.c_str(), nullptr); }
     return ::testing::AssertionFailure() << what << ": the code's bound " << code << " is more than 2^-40 above the theorem's "
                                          << ed << ": another formula";
   return ::testing::AssertionSuccess();
+}
+
+// For a bound whose exact value Coq encloses in [lower, upper] (B2: its square roots to 2^-80,
+// so the two agree to about 2^-79): upper <= code <= upper (1 + 2^-40), and lower <= upper.
+::testing::AssertionResult is_the_theorems(double code, const std::string& upper_pq, const std::string& lower_pq,
+                                           const std::string& what) {
+  mpq_t up, lo;
+  mpq_inits(up, lo, nullptr);
+  mpq_set_str(up, upper_pq.c_str(), 10);
+  mpq_set_str(lo, lower_pq.c_str(), 10);
+  mpq_canonicalize(up);
+  mpq_canonicalize(lo);
+  const bool ordered = mpq_cmp(lo, up) <= 0;
+  mpq_clears(up, lo, nullptr);
+  if (!ordered) return ::testing::AssertionFailure() << what << ": the golden enclosure is empty (lower > upper)";
+  return is_the_theorems(code, upper_pq, what);
 }
 
 std::vector<float> floats(const std::vector<std::string>& a, size_t from, size_t n) {
@@ -161,8 +177,27 @@ TEST(B6_CoqValues, NormaliseBoundsAreTheTheoremsExpression) {
   EXPECT_GE(checked, 10);
 }
 
+TEST(B2_CoqValues, RmsnormBoundsAreTheTheoremsExpression) {
+  int checked = 0;
+  for (const auto& l : golden()) {
+    if (l.kind != "B2") continue;
+    const int n = std::stoi(l.args.at(0));
+    const float eps = static_cast<float>(num(l.args.at(1)));
+    const auto x = floats(l.args, 2, n), w = floats(l.args, 2 + n, n);
+    const auto b = akv::bounds::rmsnorm_bounds(x, w, eps);
+    ASSERT_EQ(b.size(), static_cast<size_t>(n));
+    ASSERT_EQ(l.values.size(), static_cast<size_t>(2 * n));
+    for (int j = 0; j < n; ++j) {
+      EXPECT_TRUE(is_the_theorems(b[j], l.values.at(2 * j), l.values.at(2 * j + 1),
+                                  "rmsnorm_bounds[" + std::to_string(j) + "] n = " + l.args[0]));
+      ++checked;
+    }
+  }
+  EXPECT_GE(checked, 10);
+}
+
 // The file covers every kind, and its values are exact (p/q with q a positive integer).
 TEST(B1_CoqValues, TheGoldenFileCoversEveryKind) {
   const auto m = checked_per_kind();
-  for (const char* k : {"B1", "B1v", "B3", "B4", "B6"}) EXPECT_GT(m.count(k) ? m.at(k) : 0, 0) << "no " << k << " values";
+  for (const char* k : {"B1", "B1v", "B2", "B3", "B4", "B6"}) EXPECT_GT(m.count(k) ? m.at(k) : 0, 0) << "no " << k << " values";
 }

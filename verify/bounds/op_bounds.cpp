@@ -96,10 +96,13 @@ std::vector<double> rmsnorm_bounds_box(std::span<const double> xc, std::span<con
   // Relative error of the rounded m: gamma_{n+2} + 2^-148 / m (underflow of the sum and of ÷n).
   const double eps_m = add_up(gamma(n + 2), div_up(0x1p-148, m_lo));
   if (eps_m >= 1) return out;
-  // r = 1/sqrt(m): one sqrt, one division: |r^ / r - 1| <= (1+u) / ((1-u) sqrt(1 - eps_m)) - 1.
-  const double eps_r = sub_up(div_up(1.0 + kU, mul_dn(1.0 - kU, sqrt_dn(sub_dn(1.0, eps_m)))), 1.0);
-  // y = x r w with two more roundings, in either association.
-  const double rel = sub_up(mul_up(add_up(1.0, eps_r), mul_up(1.0 + kU, 1.0 + kU)), 1.0);
+  // r = 1/sqrt(m): one sqrt, one division: |r^ / r - 1| <= eps_r = (1+u) / ((1-u) s) - 1,
+  // s = sqrt(1 - eps_m), evaluated as (2u + (1-u) eps_m / (1 + s)) / ((1-u) s): the same number
+  // without subtracting 1 from a number near 1 (tests/test_bounds_coq.cpp holds it to 2^-40).
+  const double s = sqrt_dn(sub_dn(1.0, eps_m));
+  const double eps_r = div_up(add_up(2 * kU, mul_up(1.0 - kU, div_up(eps_m, add_dn(1.0, s)))), mul_dn(1.0 - kU, s));
+  // y = x r w with two more roundings, in either association: (1 + eps_r)(1 + u)^2 - 1.
+  const double rel = add_up(mul_up(eps_r, mul_up(1.0 + kU, 1.0 + kU)), rel_k(2));
   const double r_hi = div_up(1.0, sqrt_dn(m_lo));
   for (int j = 0; j < n; ++j) {
     const double ax = add_up(std::fabs(xc[j]), xr[j]), aw = std::fabs(static_cast<double>(w[j]));
