@@ -263,6 +263,30 @@ TEST(IN9_HelpFromRegistries, ReadmeExamplesUseRealCommandsAndOptions) {
   EXPECT_GE(calls, 5u);
 }
 
+// cli/witness_cmd.cpp's synopsis (the comment that opens the file) names every option
+// `akv witness --help` lists, and the four exit codes of IN5.
+TEST(IN9_HelpFromRegistries, WitnessSynopsisListsEveryOption) {
+  const std::string source = test::read_text(test::source_dir() + "/cli/witness_cmd.cpp");
+  ASSERT_FALSE(source.empty());
+  std::string synopsis;
+  std::stringstream lines(source);
+  for (std::string line; std::getline(lines, line) && line.rfind("//", 0) == 0;) synopsis += line.substr(2) + "\n";
+  ASSERT_NE(synopsis.find("akv witness FILE"), std::string::npos) << "cli/witness_cmd.cpp does not open with its synopsis";
+  const std::string help = registered_commands().at("witness");
+  const std::regex listed(R"(\n  (?:-[a-z],)?--([a-z][a-z0-9-]*))");
+  size_t options = 0;
+  for (std::sregex_iterator it(help.begin(), help.end(), listed), end; it != end; ++it) {
+    const std::string o = (*it)[1];
+    if (o == "help") continue;
+    ++options;
+    EXPECT_TRUE(std::regex_search(synopsis, std::regex("(^|[\\s\\[|])--" + o + "([\\s\\]]|$)")))
+        << "cli/witness_cmd.cpp's synopsis lacks --" << o << "\n" << synopsis;
+  }
+  EXPECT_GE(options, 16u) << "akv witness --help lists too few options: is the parse broken?";
+  for (const char* code : {"0 passed", "1 not", "2 bad input", "3 internal error"})
+    EXPECT_NE(synopsis.find(code), std::string::npos) << "cli/witness_cmd.cpp's synopsis lacks exit " << code;
+}
+
 TEST(IN7_ErrorsNameTheProblem, UnknownBackendFromEveryCommand) {
   const std::string f = test::example("ad01_banking_ut0_gpt4omini.json");
   const std::vector<std::vector<std::string>> runs = {
