@@ -139,6 +139,8 @@ class GrammarMatcher {
   /// admits its bytes, and the reply's bytes stay valid UTF-8 with them (xgrammar alone would
   /// admit the encodings of U+D800-U+DFFF). The stop token is allowed iff can_end(); after
   /// is_terminated() nothing is. A function of the grammar and the tokens accepted so far only.
+  /// Before termination some bit is set for every grammar compiled here (each schema admits a
+  /// finite value); a caller that finds none has met an engine defect and ends the reply.
   void fill_mask(std::vector<uint32_t>& bitmask);
   /// Appends `id` to the reply and returns true if fill_mask would allow it now; otherwise
   /// returns false and the state is unchanged (an id outside the vocabulary, a control token,

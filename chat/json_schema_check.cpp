@@ -99,6 +99,54 @@ class Checker {
     }
   }
 
+  // Every schema must admit a finite value. xgrammar does not check it: a $ref cycle that
+  // writes nothing ({"$ref": "#"}) or a required property that recurses forever compiles to a
+  // grammar in which a reply can start a value it can never finish (its mask empties midway).
+  // The least fixpoint of "admits a finite value", over the nodes of the walk.
+  void check_finite() const {
+    std::set<const Json*> finite;
+    const auto ok = [&](const Json& x) { return (x.is_boolean() && x.get<bool>()) || finite.count(&x) != 0; };
+    const auto admits = [&](const Node& n) {
+      const Json& s = *n.schema;
+      if (s.is_boolean()) return s.get<bool>();
+      if (s.contains("$ref")) return finite.count(pointers_.at(s["$ref"].get<std::string>())) != 0;
+      if (s.contains("const") || s.contains("enum")) return true;
+      for (const char* k : {"anyOf", "oneOf", "allOf"})
+        if (s.contains(k)) return std::any_of(s[k].begin(), s[k].end(), ok);
+      for (const auto& t : n.types) {
+        if (t == "array") {
+          const int64_t least = s.contains("minItems") ? s["minItems"].get<int64_t>() : 0;
+          const Json none = Json::array();
+          const Json& prefix = s.contains("prefixItems") ? s["prefixItems"] : none;
+          bool all = true;
+          for (int64_t i = 0; i < least && i < static_cast<int64_t>(prefix.size()); ++i) all = all && ok(prefix[static_cast<size_t>(i)]);
+          if (least > static_cast<int64_t>(prefix.size())) {
+            const char* more = s.contains("items") ? "items" : "unevaluatedItems";
+            all = all && s.contains(more) && ok(s[more]);
+          }
+          if (all) return true;
+        } else if (t == "object") {
+          bool all = true;
+          for (const auto& r : s.contains("required") ? s["required"] : Json::array())
+            all = all && ok(s["properties"][r.get<std::string>()]);
+          if (all) return true;
+        } else {
+          return true;
+        }
+      }
+      return n.types.empty();  // any value
+    };
+    for (bool grew = true; grew;) {
+      grew = false;
+      for (const Node& n : nodes_)
+        if (!finite.count(n.schema) && admits(n)) grew = finite.insert(n.schema).second || grew;
+    }
+    for (const Node& n : nodes_)
+      if (!finite.count(n.schema))
+        fail(n.path, "no finite JSON value satisfies this schema (a $ref recursion that never reaches a value), so a " +
+                         std::string("reply could start a value it can never finish"));
+  }
+
  private:
   [[noreturn]] static void fail(const std::string& path, const std::string& why) {
     throw Error(ErrorCode::kBadInput, path + ": " + why);
@@ -158,9 +206,10 @@ class Checker {
               bool implicit_string) {
     if (depth > kMaxDepth) fail(path, "schemas nested deeper than " + std::to_string(kMaxDepth));
     if (pointer && pointer->size() > 1 << 12) pointer.reset();
-    if (pointer) pointers_.insert(*pointer);
+    if (pointer) pointers_.emplace(*pointer, &s);
     if (s.is_boolean()) {
       if (!s.get<bool>()) fail(path, "the schema false admits no value; the grammar engine cannot generate for it");
+      nodes_.push_back({&s, path, {}});
       return;
     }
     if (!s.is_object()) fail(path, "expected a schema (an object or a boolean), got " + type_name(s));
@@ -213,6 +262,8 @@ class Checker {
         branch = "any";
       }
     }
+
+    nodes_.push_back({&s, path, branch == "type" || branch == "object" || branch == "array" ? types : std::vector<std::string>{}});
 
     // Every keyword is an annotation, a container of named schemas, or consumed by the branch.
     std::set<std::string> consumed;
@@ -419,8 +470,14 @@ class Checker {
     min_over_max("minProperties", "maxProperties", "object has so many properties");
   }
 
-  std::set<std::string> pointers_;                        // "#/..." of each schema reached through object keys
+  struct Node {
+    const Json* schema;
+    std::string path;
+    std::vector<std::string> types;  // the types its branch makes; empty: any value
+  };
+  std::map<std::string, const Json*> pointers_;           // "#/..." of each schema reached through object keys
   std::vector<std::pair<std::string, std::string>> refs_;  // ($ref, its path)
+  std::vector<Node> nodes_;                                // every schema of the walk, in its order
 };
 
 }  // namespace
@@ -435,6 +492,7 @@ std::string json_path_member(const std::string& path, const std::string& key) {
 void check_json_schema(const Json& schema, const std::string& path) {
   Checker c(schema, path);
   c.check_refs();
+  c.check_finite();
 }
 
 }  // namespace akv::chat

@@ -39,8 +39,10 @@ namespace akv::chat {
 /// Patterns (`pattern`, `patternProperties` keys) go through xgrammar's regex converter one by
 /// one; an error or a warning there (a lookahead it would drop, an anchor inside) is refused at
 /// that keyword, and so is a pattern whose characters xgrammar would not keep escaped inside the
-/// JSON string (a repetition bounded above 128; a literal quote or backslash). Nesting deeper
-/// than 64 schemas is refused.
+/// JSON string (a repetition bounded above 128; a literal quote or backslash). Every schema
+/// must admit a finite value (not a $ref cycle that writes nothing, nor a required property
+/// that recurses forever: xgrammar would compile a grammar whose mask empties midway). Nesting
+/// deeper than 64 schemas is refused.
 ///
 /// `path` is the schema's JSON path in the request, e.g. "response_format.json_schema.schema".
 /// Throws Error(kBadInput) "PATH: problem", PATH the path of the offending keyword, e.g.

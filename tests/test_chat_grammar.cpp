@@ -374,6 +374,13 @@ TEST(SV14_JsonSchema, ABadOrUnenforceableSchemaIsRefusedNamingItsPath) {
       {R"({"type": "object", "propertyNames": {"type": "integer"}})", P + ".propertyNames.type", "strings"},
       {R"({"type": "string", "minLength": 5, "maxLength": 2})", P + ".minLength", "maxLength"},
       {deep.c_str(), deep_path, "nested deeper than 64"},
+      // Schemas no finite value satisfies: xgrammar compiles them into grammars that dead-end.
+      {R"({"$ref": "#"})", P, "no finite JSON value"},
+      {R"({"$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"anyOf": [{"$ref": "#/$defs/a"}]}}, "$ref": "#/$defs/a"})", P, "no finite"},
+      {R"({"type": "object", "properties": {"a": {"$ref": "#"}}, "required": ["a"]})", P, "no finite JSON value"},
+      {R"({"type": "array", "items": {"$ref": "#"}, "minItems": 1})", P, "no finite JSON value"},
+      {R"({"type": "object", "properties": {"n": {"type": "integer"}, "b": {"$ref": "#/$defs/loop"}}, "$defs": {"loop": {"$ref": "#/$defs/loop"}}})",
+       P + ".$defs.loop", "no finite JSON value"},
   };
   for (const Refusal& c : cases) {
     SCOPED_TRACE(c.schema);
