@@ -143,8 +143,8 @@ class Checker {
     }
     for (const Node& n : nodes_)
       if (!finite.count(n.schema))
-        fail(n.path, "no finite JSON value satisfies this schema (a $ref recursion that never reaches a value), so a " +
-                         std::string("reply could start a value it can never finish"));
+        fail(n.path, "no finite JSON value satisfies this schema as the grammar engine reads it (a $ref recursion " +
+                         std::string("that never reaches a value), so a reply could start a value it can never finish"));
   }
 
  private:
@@ -414,6 +414,10 @@ class Checker {
       schema(s["unevaluatedItems"], child("unevaluatedItems"), child_pointer("unevaluatedItems"), depth + 1, false);
     if (count.count("minItems") && count["minItems"] > std::numeric_limits<int32_t>::max())
       fail(child("minItems"), "a minimum beyond 2^31-1 cannot be generated");
+    const int64_t prefix_items = s.contains("prefixItems") ? static_cast<int64_t>(s["prefixItems"].size()) : 0;
+    if (count.count("minItems") && count["minItems"] > prefix_items && !s.contains("items") && !s.contains("unevaluatedItems"))
+      fail(child("minItems"), "asks for " + std::to_string(count["minItems"]) + " items, but without `items` the grammar " +
+                                  "engine (strict mode) admits none beyond prefixItems: say what an item is");
     min_over_max("minItems", "maxItems", "array has such a length");
 
     // Objects.

@@ -116,6 +116,24 @@ inline Decode greedy_decode(chat::GrammarMatcher& m, const ChatEncoder& enc, uin
   return d;
 }
 
+// UTF-8 to code points, for std::wregex (wchar_t is 32 bits here): a pattern counts characters.
+inline std::wstring wide(const std::string& s) {
+  std::wstring out;
+  for (size_t i = 0; i < s.size();) {
+    const auto b = static_cast<unsigned char>(s[i]);
+    const int n = b < 0x80 ? 1 : b < 0xe0 ? 2 : b < 0xf0 ? 3 : 4;
+    uint32_t c = n == 1 ? b : b & (0x7f >> n);
+    for (int k = 1; k < n && i + k < s.size(); ++k) c = (c << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3f);
+    out.push_back(static_cast<wchar_t>(c));
+    i += n;
+  }
+  return out;
+}
+
+inline bool search(const std::string& text, const std::string& pattern) {
+  return std::regex_search(wide(text), std::wregex(wide(pattern), std::regex::ECMAScript));
+}
+
 inline size_t code_points(const std::string& s) {
   size_t n = 0;
   for (unsigned char c : s) n += (c & 0xc0) != 0x80;
@@ -194,9 +212,8 @@ inline std::string violation(const Json& v, const Json& s, const Json& root, con
     const std::string& t = v.get_ref<const std::string&>();
     if (s.contains("minLength") && code_points(t) < s["minLength"].get<size_t>()) return path + ": shorter than minLength";
     if (s.contains("maxLength") && code_points(t) > s["maxLength"].get<size_t>()) return path + ": longer than maxLength";
-    // ECMAScript patterns over ASCII: the tests' patterns and values are ASCII where they apply.
-    if (s.contains("pattern") && !std::regex_search(t, std::regex(s["pattern"].get<std::string>(), std::regex::ECMAScript)))
-      return path + ": does not match the pattern";
+    // ECMAScript patterns over code points; unanchored, as JSON Schema reads them.
+    if (s.contains("pattern") && !search(t, s["pattern"].get<std::string>())) return path + ": does not match the pattern";
     if (s.contains("format")) {
       static const std::map<std::string, std::string> formats = {
           {"date", R"(^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])$)"},
@@ -208,7 +225,7 @@ inline std::string violation(const Json& v, const Json& s, const Json& root, con
           {"hostname", R"(^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$)"}};
       const auto f = formats.find(s["format"].get<std::string>());
       if (f == formats.end()) return path + ": the test's validator does not know format " + s["format"].dump();
-      if (!std::regex_search(t, std::regex(f->second, std::regex::ECMAScript))) return path + ": not a " + f->first;
+      if (!search(t, f->second)) return path + ": not a " + f->first;
     }
   }
   if (v.is_array()) {
@@ -238,7 +255,7 @@ inline std::string violation(const Json& v, const Json& s, const Json& root, con
       static const Json none = Json::object();
       const Json& patterns = s.contains("patternProperties") ? s["patternProperties"] : none;
       for (const auto& [re, sub] : patterns.items())
-        if (std::regex_search(k, std::regex(re, std::regex::ECMAScript))) {
+        if (search(k, re)) {
           matched = true;
           if (auto why = violation(x, sub, root, p); !why.empty()) return why;
         }

@@ -6,8 +6,10 @@
 // changes nothing; a schema the engine would not enforce is refused naming its JSON path.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstring>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -100,7 +102,7 @@ TEST(SV14_GrammarVocabulary, TheFixtureBytesAreTextItsMarkersControlItsEndTheSto
   EXPECT_EQ(vocab().size(), enc().vocab_size());
   EXPECT_EQ(vocab().stop_token(), enc().end_of_turn());
   EXPECT_EQ(vocab().mask_words(), (static_cast<size_t>(enc().vocab_size()) + 31) / 32);
-  EXPECT_EQ(std::string(GrammarVocabulary::engine()), "xgrammar 0.2.8+akv.1");
+  EXPECT_EQ(std::string(GrammarVocabulary::engine()).rfind("xgrammar 0.2.8+akv.", 0), 0u) << "the patched build";
 }
 
 TEST(SV14_JsonSchema, GreedyDecodesOverRandomLogitsParseAndAreValid) {
@@ -122,6 +124,150 @@ TEST(SV14_JsonObject, GreedyDecodesAreJsonObjects) {
     ASSERT_EQ(parse_json(d.text, v), "") << d.text;
     EXPECT_TRUE(v.is_object()) << d.text;
   }
+}
+
+// Random schemas over the keywords the checker admits (seeded; up to three levels deep): each
+// is refused with Error(kBadInput) naming a path under the schema's, or every greedy decode
+// under it is JSON valid under it. The property behind "never wider than the schema".
+class SchemaDraw {
+ public:
+  explicit SchemaDraw(uint64_t seed) : state_(seed) {}
+  Json schema(int depth) {
+    switch (pick(depth > 0 ? 11 : 7)) {
+      case 0: return string_schema();
+      case 1: return integer_schema();
+      case 2: return number_schema();
+      case 3: return J(pick(2) ? R"({"type": "boolean"})" : R"({"type": "null"})");
+      case 4: return enum_schema();
+      case 5: return Json{{"const", value(1)}};
+      case 6: {
+        Json s = pick(2) ? string_schema() : integer_schema();
+        s["type"] = Json::array({s["type"], "null"});
+        return s;
+      }
+      case 7: case 8: return array_schema(depth);
+      case 9: return object_schema(depth);
+      default: return Json{{"anyOf", Json::array({schema(depth - 1), schema(depth - 1)})}};
+    }
+  }
+
+ private:
+  uint64_t next() { return state_ = splitmix64(state_); }
+  size_t pick(size_t n) { return static_cast<size_t>(next() % n); }
+  int64_t between(int64_t lo, int64_t hi) { return lo + static_cast<int64_t>(next() % static_cast<uint64_t>(hi - lo + 1)); }
+
+  Json string_schema() {
+    Json s = {{"type", "string"}};
+    switch (pick(4)) {
+      case 0: break;
+      case 1: {
+        const int64_t lo = between(0, 4);
+        if (pick(2)) s["minLength"] = lo;
+        if (pick(2)) s["maxLength"] = lo + between(0, 6);
+        break;
+      }
+      case 2: {
+        static const char* patterns[] = {"^[a-z]+$", "^[A-Z][a-z]{1,5}$", "^\\d{3}-\\d{2}$", "^(yes|no|maybe)$", "^x*y?z+$", "^[^a-z]{2,4}$"};
+        s["pattern"] = patterns[pick(6)];
+        break;
+      }
+      default: {
+        static const char* formats[] = {"date", "uuid", "ipv4", "time", "hostname"};
+        s["format"] = formats[pick(5)];
+      }
+    }
+    return s;
+  }
+  Json integer_schema() {
+    Json s = {{"type", "integer"}};
+    const int64_t lo = between(-50, 50);
+    if (pick(2)) s[pick(2) ? "minimum" : "exclusiveMinimum"] = lo;
+    if (pick(2)) s[pick(2) ? "maximum" : "exclusiveMaximum"] = lo + between(2, 300);
+    if (pick(3) == 0 && s.contains("minimum") + s.contains("exclusiveMinimum") && s.contains("maximum") + s.contains("exclusiveMaximum"))
+      s["multipleOf"] = between(1, 4);
+    return s;
+  }
+  Json number_schema() {
+    Json s = {{"type", "number"}};
+    const double lo = static_cast<double>(between(-400, 400)) / 8;
+    if (pick(2)) s[pick(2) ? "minimum" : "exclusiveMinimum"] = lo;
+    if (pick(2)) s[pick(2) ? "maximum" : "exclusiveMaximum"] = lo + static_cast<double>(between(1, 800)) / 8;
+    return s;
+  }
+  Json value(int depth) {
+    switch (pick(depth > 0 ? 6 : 4)) {
+      case 0: return between(-1000, 1000);
+      case 1: return std::string("v") + std::to_string(pick(100));
+      case 2: return pick(2) == 1;
+      case 3: return nullptr;
+      case 4: return Json::array({value(depth - 1), value(depth - 1)});
+      default: return Json{{"k", value(depth - 1)}};
+    }
+  }
+  Json enum_schema() {
+    Json values = Json::array();
+    for (size_t i = 0, n = 1 + pick(4); i < n; ++i) values.push_back(value(1));
+    return Json{{"enum", values}};
+  }
+  Json array_schema(int depth) {
+    Json s = {{"type", "array"}};
+    if (pick(3) == 0) {
+      s["prefixItems"] = Json::array({schema(depth - 1)});
+      if (pick(2)) s["prefixItems"].push_back(schema(depth - 1));
+    }
+    if (pick(4) != 0) s["items"] = schema(depth - 1);
+    const int64_t lo = between(0, 2);
+    if (pick(2)) s["minItems"] = lo;
+    if (pick(2)) s["maxItems"] = lo + between(0, 3);
+    return s;
+  }
+  Json object_schema(int depth) {
+    static const char* names[] = {"id", "name", "x", "y", "tags", "kind"};
+    Json s = {{"type", "object"}}, props = Json::object(), required = Json::array();
+    for (size_t i = 0, n = pick(4); i < n; ++i) {
+      const std::string k = names[pick(6)];
+      if (props.contains(k)) continue;
+      props[k] = schema(depth - 1);
+      if (pick(2)) required.push_back(k);
+    }
+    s["properties"] = props;
+    if (!required.empty()) s["required"] = required;
+    switch (pick(4)) {
+      case 0: s["additionalProperties"] = false; break;
+      case 1: s["additionalProperties"] = schema(0); break;
+      case 2: s["patternProperties"] = Json{{"^p_[a-z]{1,3}$", schema(0)}}; break;
+      default: break;
+    }
+    return s;
+  }
+
+  uint64_t state_;
+};
+
+TEST(SV14_JsonSchema, RandomSchemasAreRefusedByPathOrEveryDecodeIsValid) {
+  size_t compiled = 0, refused = 0, decodes = 0;
+  for (uint64_t seed = 1; seed <= 240; ++seed) {
+    SchemaDraw draw(seed);
+    Json schema = draw.schema(3);
+    if (seed % 5 == 0) schema = Json{{"$defs", Json{{"d", schema}}}, {"type", "object"},
+                                     {"properties", Json{{"a", Json{{"$ref", "#/$defs/d"}}}}}, {"required", Json::array({"a"})}};
+    SCOPED_TRACE("seed " + std::to_string(seed) + ": " + schema.dump());
+    std::optional<Grammar> g;
+    try {
+      g = Grammar::json_schema(vocab(), schema, kPath);
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kBadInput);
+      EXPECT_EQ(std::string(e.what()).rfind(kPath, 0), 0u) << e.what();
+      std::printf("[ report ] seed %llu refused: %s\n  %s\n", static_cast<unsigned long long>(seed), e.what(), schema.dump().c_str());
+      ++refused;
+      continue;
+    }
+    ++compiled;
+    for (uint64_t k = 0; k < 3; ++k, ++decodes) decode_valid(*g, schema, seed * 7 + k);
+  }
+  std::printf("[ report ] %zu random schemas compiled (%zu decodes, each JSON valid under its schema), %zu refused\n",
+              compiled, decodes, refused);
+  EXPECT_GT(compiled, 200u) << "the draw must mostly give schemas the engine enforces";
 }
 
 // The mask is a function of the grammar's source and the tokens accepted: a grammar compiled
@@ -282,6 +428,36 @@ TEST(SV14_JsonSchema, StringsTakeNoRawControlCharacterAndNoSurrogateEscape) {
   for (const char* c = "89abcdefABCDEF"; *c; ++c) EXPECT_FALSE(mask_allows(mask, *c)) << *c;
 }
 
+// (C) A number without bounds has at most 16 digits before its point and a 2-digit exponent,
+// an integer at most 18 digits: nothing a double or an int64 cannot hold.
+TEST(SV14_JsonSchema, UnboundedNumbersStayWithinADoubleAndIntegersWithinInt64) {
+  std::vector<uint32_t> mask;
+  const auto digits_allowed = [&](GrammarMatcher& m) {
+    m.fill_mask(mask);
+    size_t n = 0;
+    for (char c = '0'; c <= '9'; ++c) n += mask_allows(mask, c);
+    return n;
+  };
+  GrammarMatcher integer(Grammar::json_schema(vocab(), J(R"({"type": "integer"})"), kPath));
+  ASSERT_TRUE(integer.accept('-'));
+  ASSERT_TRUE(integer.accept('9'));
+  for (int i = 0; i < 17; ++i) {
+    ASSERT_EQ(digits_allowed(integer), 10u) << i;
+    ASSERT_TRUE(integer.accept('9'));
+  }
+  EXPECT_EQ(digits_allowed(integer), 0u) << "-999999999999999999 (18 digits) is the longest";
+  EXPECT_TRUE(integer.can_end());
+
+  GrammarMatcher number(Grammar::json_schema(vocab(), J(R"({"type": "number"})"), kPath));
+  for (int i = 0; i < 16; ++i) ASSERT_TRUE(number.accept('9')) << i;
+  EXPECT_EQ(digits_allowed(number), 0u);
+  for (char c : std::string(".12345678901234567890e-")) ASSERT_TRUE(number.accept(c)) << c;
+  ASSERT_TRUE(number.accept('9'));
+  ASSERT_TRUE(number.accept('9'));
+  EXPECT_EQ(digits_allowed(number), 0u) << "an exponent of two digits at most";
+  EXPECT_TRUE(number.can_end());
+}
+
 // Properties are written in the schema's key order (ordered_json), which is part of the source.
 TEST(SV14_JsonSchema, PropertiesFollowTheSchemasKeyOrder) {
   const Json za = J(R"({"type": "object", "properties": {"zeta": {"type": "integer"}, "alpha": {"type": "integer"}}, "required": ["zeta", "alpha"]})");
@@ -376,6 +552,7 @@ TEST(SV14_JsonSchema, ABadOrUnenforceableSchemaIsRefusedNamingItsPath) {
       {deep.c_str(), deep_path, "nested deeper than 64"},
       // Schemas no finite value satisfies: xgrammar compiles them into grammars that dead-end.
       {R"({"$ref": "#"})", P, "no finite JSON value"},
+      {R"({"type": "array", "minItems": 1})", P + ".minItems", "without `items`"},
       {R"({"$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"anyOf": [{"$ref": "#/$defs/a"}]}}, "$ref": "#/$defs/a"})", P, "no finite"},
       {R"({"type": "object", "properties": {"a": {"$ref": "#"}}, "required": ["a"]})", P, "no finite JSON value"},
       {R"({"type": "array", "items": {"$ref": "#"}, "minItems": 1})", P, "no finite JSON value"},
@@ -587,7 +764,7 @@ TEST(SV14_ApplyMask, DisallowedLogitsBecomeMinusInfinityTheOthersKeepTheirBits) 
 TEST(SV14_GrammarSource, NamesTheEngineAndIsAFunctionOfTheRequest) {
   const Grammar a = Grammar::json_schema(vocab(), J(schemas()[1]), kPath);
   const Grammar b = Grammar::json_schema(vocab(), J(schemas()[1]), "elsewhere");
-  EXPECT_EQ(a.source().rfind("xgrammar 0.2.8+akv.1 structural_tag {", 0), 0u) << a.source();
+  EXPECT_EQ(a.source().rfind(std::string(GrammarVocabulary::engine()) + " structural_tag {", 0), 0u) << a.source();
   EXPECT_EQ(a.source(), b.source()) << "the error path is no part of the grammar";
   EXPECT_NE(a.source(), Grammar::json_object(vocab()).source());
   ToolCallOptions one, many;
