@@ -268,6 +268,123 @@ inline std::string violation(const Json& v, const Json& s, const Json& root, con
   return "";
 }
 
+/// Draws JSON schemas over the keywords the grammar's checker admits (seeded; `depth` levels of
+/// arrays, objects and anyOf), with the string patterns and formats the validator reads.
+class SchemaDraw {
+ public:
+  explicit SchemaDraw(uint64_t seed) : state_(seed) {}
+  Json schema(int depth) {
+    switch (pick(depth > 0 ? 11 : 7)) {
+      case 0: return string_schema();
+      case 1: return integer_schema();
+      case 2: return number_schema();
+      case 3: return Json::parse(pick(2) ? R"({"type": "boolean"})" : R"({"type": "null"})");
+      case 4: return enum_schema();
+      case 5: return Json{{"const", value(1)}};
+      case 6: {
+        Json s = pick(2) ? string_schema() : integer_schema();
+        s["type"] = Json::array({s["type"], "null"});
+        return s;
+      }
+      case 7: case 8: return array_schema(depth);
+      case 9: return object_schema(depth);
+      default: return Json{{"anyOf", Json::array({schema(depth - 1), schema(depth - 1)})}};
+    }
+  }
+
+ private:
+  uint64_t next() { return state_ = splitmix64(state_); }
+  size_t pick(size_t n) { return static_cast<size_t>(next() % n); }
+  int64_t between(int64_t lo, int64_t hi) { return lo + static_cast<int64_t>(next() % static_cast<uint64_t>(hi - lo + 1)); }
+
+  Json string_schema() {
+    Json s = {{"type", "string"}};
+    switch (pick(4)) {
+      case 0: break;
+      case 1: {
+        const int64_t lo = between(0, 4);
+        if (pick(2)) s["minLength"] = lo;
+        if (pick(2)) s["maxLength"] = lo + between(0, 6);
+        break;
+      }
+      case 2: {
+        static const char* patterns[] = {"^[a-z]+$", "^[A-Z][a-z]{1,5}$", "^\\d{3}-\\d{2}$", "^(yes|no|maybe)$", "^x*y?z+$", "^[^a-z]{2,4}$"};
+        s["pattern"] = patterns[pick(6)];
+        break;
+      }
+      default: {
+        static const char* formats[] = {"date", "uuid", "ipv4", "time", "hostname"};
+        s["format"] = formats[pick(5)];
+      }
+    }
+    return s;
+  }
+  Json integer_schema() {
+    Json s = {{"type", "integer"}};
+    const int64_t lo = between(-50, 50);
+    if (pick(2)) s[pick(2) ? "minimum" : "exclusiveMinimum"] = lo;
+    if (pick(2)) s[pick(2) ? "maximum" : "exclusiveMaximum"] = lo + between(2, 300);
+    if (pick(3) == 0 && s.contains("minimum") + s.contains("exclusiveMinimum") && s.contains("maximum") + s.contains("exclusiveMaximum"))
+      s["multipleOf"] = between(1, 4);
+    return s;
+  }
+  Json number_schema() {
+    Json s = {{"type", "number"}};
+    const double lo = static_cast<double>(between(-400, 400)) / 8;
+    if (pick(2)) s[pick(2) ? "minimum" : "exclusiveMinimum"] = lo;
+    if (pick(2)) s[pick(2) ? "maximum" : "exclusiveMaximum"] = lo + static_cast<double>(between(1, 800)) / 8;
+    return s;
+  }
+  Json value(int depth) {
+    switch (pick(depth > 0 ? 6 : 4)) {
+      case 0: return between(-1000, 1000);
+      case 1: return std::string("v") + std::to_string(pick(100));
+      case 2: return pick(2) == 1;
+      case 3: return nullptr;
+      case 4: return Json::array({value(depth - 1), value(depth - 1)});
+      default: return Json{{"k", value(depth - 1)}};
+    }
+  }
+  Json enum_schema() {
+    Json values = Json::array();
+    for (size_t i = 0, n = 1 + pick(4); i < n; ++i) values.push_back(value(1));
+    return Json{{"enum", values}};
+  }
+  Json array_schema(int depth) {
+    Json s = {{"type", "array"}};
+    if (pick(3) == 0) {
+      s["prefixItems"] = Json::array({schema(depth - 1)});
+      if (pick(2)) s["prefixItems"].push_back(schema(depth - 1));
+    }
+    if (pick(4) != 0) s["items"] = schema(depth - 1);
+    const int64_t lo = between(0, 2);
+    if (pick(2)) s["minItems"] = lo;
+    if (pick(2)) s["maxItems"] = lo + between(0, 3);
+    return s;
+  }
+  Json object_schema(int depth) {
+    static const char* names[] = {"id", "name", "x", "y", "tags", "kind"};
+    Json s = {{"type", "object"}}, props = Json::object(), required = Json::array();
+    for (size_t i = 0, n = pick(4); i < n; ++i) {
+      const std::string k = names[pick(6)];
+      if (props.contains(k)) continue;
+      props[k] = schema(depth - 1);
+      if (pick(2)) required.push_back(k);
+    }
+    s["properties"] = props;
+    if (!required.empty()) s["required"] = required;
+    switch (pick(4)) {
+      case 0: s["additionalProperties"] = false; break;
+      case 1: s["additionalProperties"] = schema(0); break;
+      case 2: s["patternProperties"] = Json{{"^p_[a-z]{1,3}$", schema(0)}}; break;
+      default: break;
+    }
+    return s;
+  }
+
+  uint64_t state_;
+};
+
 /// Parses `text` as JSON (nlohmann: strict about UTF-8, control characters and surrogates);
 /// the error text if it does not parse.
 inline std::string parse_json(const std::string& text, Json& out) {

@@ -8,9 +8,11 @@
 #include <chrono>
 #include <cstring>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "../chat_grammar_support.hpp"
 #include "chat/grammar.hpp"
+#include "reference/error.hpp"
 #include "reference/session.hpp"
 #include "verify/backends.hpp"
 #include "verify/models.hpp"
@@ -99,6 +101,34 @@ TEST(SV14_RealJsonSchema, GreedyDecodesOverRandomLogitsParseAndAreValid) {
     steps += d.masks.size();
   }
   std::printf("[ report ] %zu masked steps, %.3f ms each (mask, random logits, accept)\n", steps, ms_since(t) / steps);
+}
+
+// Drawn schemas (SchemaDraw) over SmolLM2's tokens, where one token may span several JSON
+// tokens or part of a UTF-8 character: refused by path, or every decode valid.
+TEST(SV14_RealJsonSchema, DrawnSchemasAreRefusedByPathOrEveryDecodeIsValid) {
+  size_t compiled = 0;
+  for (uint64_t seed = 1; seed <= 12; ++seed) {
+    SchemaDraw draw(seed * 977);
+    const Json schema = draw.schema(2);
+    SCOPED_TRACE("seed " + std::to_string(seed) + ": " + schema.dump());
+    std::optional<Grammar> g;
+    try {
+      g = Grammar::json_schema(vocab(), schema, kPath);
+    } catch (const Error& e) {
+      EXPECT_EQ(std::string(e.what()).rfind(kPath, 0), 0u) << e.what();
+      continue;
+    }
+    ++compiled;
+    for (uint64_t k = 0; k < 2; ++k) {
+      GrammarMatcher m(*g);
+      const Decode d = greedy_decode(m, enc(), seed * 31 + k, 2000);
+      ASSERT_TRUE(d.failure.empty() && d.stopped) << d.failure << "\n" << d.text;
+      Json v;
+      ASSERT_EQ(parse_json(d.text, v), "") << d.text;
+      EXPECT_EQ(violation(v, schema, schema), "") << d.text;
+    }
+  }
+  EXPECT_GE(compiled, 8u);
 }
 
 TEST(SV14_RealToolCalls, RequiredAndAutoCallsParseWithAKnownName) {
