@@ -65,7 +65,7 @@ std::set<std::string> named_by_tests() {
 // a script (#). Build trees are skipped.
 std::vector<std::pair<fs::path, bool>> commented_sources() {
   std::vector<std::pair<fs::path, bool>> out;
-  for (const char* dir : {"reference", "optimized", "verify", "gate", "leakage", "campaign", "bench", "cli", "readers", "serve", "tests", "fuzz", "scripts", "include", "plugins",
+  for (const char* dir : {"reference", "optimized", "verify", "gate", "leakage", "campaign", "bench", "cli", "readers", "chat", "serve", "tests", "fuzz", "scripts", "include", "plugins",
                           "examples", "cmake"}) {
     const fs::path root = fs::path(AKV_SOURCE_DIR) / dir;
     if (!fs::exists(root)) continue;
