@@ -17,7 +17,7 @@
 #include "chat/grammar.hpp"
 #include "chat_grammar_support.hpp"
 #include "reference/error.hpp"
-#include "verify/models.hpp"
+#include "runtime/models.hpp"
 
 namespace akv {
 namespace {

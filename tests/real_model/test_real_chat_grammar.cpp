@@ -14,8 +14,8 @@
 #include "chat/grammar.hpp"
 #include "reference/error.hpp"
 #include "reference/session.hpp"
-#include "verify/backends.hpp"
-#include "verify/models.hpp"
+#include "runtime/backends.hpp"
+#include "runtime/models.hpp"
 
 namespace akv {
 namespace {
