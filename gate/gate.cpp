@@ -158,9 +158,19 @@ const std::vector<const OpProperty*>& gate_properties() {
 }
 
 // A check before it runs: id, op, kind and summary (run_op, run_e2e and describe_check).
-Check op_skeleton(const OpProperty& p) { return Check{p.id, op_list(p.op), p.kind, p.summary}; }
+// Members set one by one: GCC 12 warns on aggregate (even designated) initialisers that leave
+// members to their defaults (-Wmissing-field-initializers).
+Check skeleton(std::string property, std::string op, std::string kind, std::string summary) {
+  Check c;
+  c.property = std::move(property);
+  c.op = std::move(op);
+  c.kind = std::move(kind);
+  c.summary = std::move(summary);
+  return c;
+}
+Check op_skeleton(const OpProperty& p) { return skeleton(p.id, op_list(p.op), p.kind, p.summary); }
 Check e2e_skeleton(const std::string& id, const prop::PropertyDef& def) {
-  return Check{"GT4." + id, "model", "end-to-end", def.summary};
+  return skeleton("GT4." + id, "model", "end-to-end", def.summary);
 }
 
 // One RapidCheck run of an op property: its result and the inputs of its last failing case.
@@ -457,7 +467,9 @@ Check check_from_json(const nlohmann::json& j) {
     if (!j.is_object() || !j.contains(k) || !j[k].is_number_integer()) throw Error(ErrorCode::kBadInput, std::string("gate check report: no integer '") + k + "'");
     return j[k].get<long>();
   };
-  Check c{str("property"), str("op"), str("kind"), str("summary"), str("result"), str("message")};
+  Check c = skeleton(str("property"), str("op"), str("kind"), str("summary"));
+  c.result = str("result");
+  c.message = str("message");
   c.cases = static_cast<int>(num("cases"));
   c.first_failure = static_cast<int>(num("first_failure_case"));
   c.reproduce = str("reproduce");

@@ -51,8 +51,8 @@ std::shared_ptr<const Model> make_model(const Config& cfg, uint64_t seed);
 /// The same model in another scalar type, sharing the RoPE table (float values, exact in T).
 template <class T>
 ModelT<T> convert_model(const Model& m) {
-  if (!has_dense_weights(m)) return ModelT<T>{m.config, convert_weights<T>(dense_weights(m)), m.rope, m.rope_local};
-  return ModelT<T>{m.config, convert_weights<T>(m.weights), m.rope, m.rope_local};
+  if (!has_dense_weights(m)) return ModelT<T>{m.config, convert_weights<T>(dense_weights(m)), m.rope, m.rope_local, nullptr};
+  return ModelT<T>{m.config, convert_weights<T>(m.weights), m.rope, m.rope_local, nullptr};
 }
 
 }  // namespace akv

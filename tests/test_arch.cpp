@@ -82,8 +82,9 @@ TEST(M13_BlockVariants, TheLlamaBlockOnlyBackendsRefuseThemByName) {
         const std::string w = e.what();
         EXPECT_EQ(e.code(), ErrorCode::kBackendUnavailable) << w;
         // cuda without a device (or a build without it) says so; with one, it names the architecture
-        if (w.find("does not run architecture") != std::string::npos)
+        if (w.find("does not run architecture") != std::string::npos) {
           EXPECT_NE(w.find("'" + be + "'"), std::string::npos) << w;
+        }
       }
     }
   }

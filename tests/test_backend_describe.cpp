@@ -27,7 +27,7 @@ TEST(O1_BackendDescribes, EveryBackendFillsItsDescription) {
 }
 
 TEST(O1_BackendDescribes, CpuReportsTheOptionsItRuns) {
-  auto b = make_backend("cpu", test::tiny(), BackendOptions{"portable", 3});
+  auto b = make_backend("cpu", test::tiny(), BackendOptions{"portable", 3, ""});
   const BackendDescription d = b->describe();
   EXPECT_EQ(d.isa, "portable");
   EXPECT_EQ(d.threads, 3);

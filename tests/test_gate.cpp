@@ -260,11 +260,20 @@ TEST(GT4_GateEndToEnd, TheReferenceTablePassesE1AndI1) {
 
 // ---- GT5: the verdict
 
+gate::Check check_of(const std::string& property, const std::string& op, const std::string& kind, const std::string& result) {
+  gate::Check c;
+  c.property = property;
+  c.op = op;
+  c.kind = kind;
+  c.result = result;
+  return c;
+}
+
 TEST(GT5_GateVerdict, NeverPassesVacuously) {
-  gate::Check pass{"GT2.matmul.rows", "matmul", "invariance", "", "pass"};
-  gate::Check e2e{"GT4.x", "model", "end-to-end", "", "pass"};
-  gate::Check skip{"GT2.rope.rows", "rope", "invariance", "", "skipped"};
-  gate::Check fail{"GT2.add.split", "add", "invariance", "", "fail"};
+  const gate::Check pass = check_of("GT2.matmul.rows", "matmul", "invariance", "pass");
+  const gate::Check e2e = check_of("GT4.x", "model", "end-to-end", "pass");
+  const gate::Check skip = check_of("GT2.rope.rows", "rope", "invariance", "skipped");
+  const gate::Check fail = check_of("GT2.add.split", "add", "invariance", "fail");
   EXPECT_EQ(gate::verdict({pass, e2e}, AKV_OP_MATMUL), 0);
   EXPECT_EQ(gate::verdict({pass, e2e, fail}, AKV_OP_MATMUL | AKV_OP_ADD), 1);
   EXPECT_EQ(gate::verdict({pass, skip, e2e}, AKV_OP_MATMUL | AKV_OP_ROPE), 1);  // rope checked by nothing
@@ -391,7 +400,9 @@ TEST(GT5_GateIsolation, ALibrarysOwnStdoutStaysOutOfTheReport) {
     const nlohmann::json* split = find_check(j, "GT2.add.split");
     ASSERT_NE(split, nullptr);
     EXPECT_EQ((*split)["result"], "pass") << (*split)["message"];
-    if (in_process) EXPECT_NE(r.err.find("add: n="), std::string::npos);  // its prints went to stderr
+    if (in_process) {
+      EXPECT_NE(r.err.find("add: n="), std::string::npos);  // its prints went to stderr
+    }
   }
 }
 

@@ -167,7 +167,7 @@ TEST(L3_Mask, EveryCpuIsaGivesTheSameBitsAndCudaEmuRuns) {
   for (const std::vector<SpanId>& masked : {std::vector<SpanId>{1}, std::vector<SpanId>{0}}) {
     std::vector<float> first;
     for (cpu::Isa isa : cpu::supported_isas()) {
-      auto be = make_backend("cpu", test::tiny(), BackendOptions{cpu::isa_name(isa), 2});
+      auto be = make_backend("cpu", test::tiny(), BackendOptions{cpu::isa_name(isa), 2, ""});
       const std::vector<float> l = run(*be, masked);
       for (float x : l) ASSERT_TRUE(std::isfinite(x)) << cpu::isa_name(isa);
       if (first.empty()) first = l;

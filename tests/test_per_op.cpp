@@ -104,7 +104,7 @@ TEST(B16_PerOp, AMatmulOffByMoreThanItsBoundIsNamed) {
   const std::string text = check::to_text(r);
   EXPECT_NE(text.find("VIOLATED: mutant w1 layer 0 row 7 col 100"), std::string::npos) << text;
   for (const check::OpStat& s : r.stats)
-    if (s.op != "w1" && s.op != "w3") EXPECT_EQ(s.over, 0u) << s.op;
+    if (s.op != "w1" && s.op != "w3") { EXPECT_EQ(s.over, 0u) << s.op; }
 }
 
 TEST(B16_PerOp, AnAttentionOrRmsnormOffByMoreThanItsBoundIsNamed) {
@@ -130,7 +130,7 @@ TEST(B16_PerOp, AnAttentionOrRmsnormOffByMoreThanItsBoundIsNamed) {
     const bool hit = (s.table == "mutant_attention" && s.op == "attention") ||
                      (s.table == "mutant_rmsnorm" && (s.op == "attn_norm" || s.op == "ffn_norm" || s.op == "final_norm"));
     EXPECT_EQ(s.over > 0, hit) << s.table << " " << s.op << " layer " << s.layer << ": " << s.over;
-    if (hit) EXPECT_GT(s.max_ratio, 1.0);
+    if (hit) { EXPECT_GT(s.max_ratio, 1.0); }
   }
 }
 

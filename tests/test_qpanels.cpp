@@ -113,7 +113,7 @@ TEST(K15_QuantPanels, MatmulBitwiseEqualsFloat32PanelsEveryIsa) {
             bool moved = false;  // not vacuous: outputs were written and are not all zero
             for (int r = 0; r < rows; ++r)
               for (int c = p0 * cpu::kLanes; c < d; ++c) moved = moved || (!std::isnan(yq[r * ldy + c]) && yq[r * ldy + c] != 0.0f);
-            if (p0 * cpu::kLanes < d) ASSERT_TRUE(moved) << "type " << t << " n " << n << " d " << d;
+            if (p0 * cpu::kLanes < d) { ASSERT_TRUE(moved) << "type " << t << " n " << n << " d " << d; }
             ++cases;
           }
         }

@@ -275,7 +275,7 @@ const OpStat* PerOpReport::worst() const {
 PerOpReport per_op_check(const Model& model, std::span<const Token> tokens, const std::vector<OpTable>& tables,
                          const std::string& model_name, size_t from) {
   std::optional<Model> dense;  // the reference reads float32 (spec/kernels-cpu.md K15)
-  if (!has_dense_weights(model)) dense = Model{model.config, dense_weights(model), model.rope, model.rope_local};
+  if (!has_dense_weights(model)) dense = Model{model.config, dense_weights(model), model.rope, model.rope_local, nullptr};
   const Model& m = dense ? *dense : model;
   const Config& c = m.config;
   bounds::check_tokens(c, tokens);

@@ -12,7 +12,7 @@ std::vector<Interval> interval_logits(const Model& model, std::span<const Token>
   const unsigned saved = Interval::default_precision();
   Interval::default_precision(digits10);
   std::optional<Model> dense;  // the oracle reads float32 weights (spec/kernels-cpu.md K15)
-  if (!has_dense_weights(model)) dense = Model{model.config, dense_weights(model), model.rope, model.rope_local};
+  if (!has_dense_weights(model)) dense = Model{model.config, dense_weights(model), model.rope, model.rope_local, nullptr};
   std::vector<Interval> out = last_logits<float, Interval>(dense ? *dense : model, tokens);
   Interval::default_precision(saved);
   return out;

@@ -17,7 +17,7 @@ namespace {
 // appends one more span to both and checks the new logits and state again.
 void check_request(const Context& ctx, const gen::ModelChoice& mc, const gen::GenConversation& conv,
                    const gen::EvictRequest& req) {
-  note_case({mc, conv, req.spans, "E1: evict the spans at once, compare with a never-shown build"});
+  note_case({mc, conv, req.spans, "E1: evict the spans at once, compare with a never-shown build", {}});
   RC_TAG(gen::request_kind_name(req.kind));
   auto model = model_for(mc);
   auto bp = backend_for(ctx.backend, model), bn = backend_for(ctx.backend, model);
@@ -52,7 +52,7 @@ void check_request(const Context& ctx, const gen::ModelChoice& mc, const gen::Ge
   const SpanId next = conv.spans.size();
   gen::GenConversation with_extra = conv;
   with_extra.spans.push_back(extra);
-  note_case({mc, with_extra, req.spans, "E1: evict the spans at once, compare with a never-shown build, then append the last span to both"});
+  note_case({mc, with_extra, req.spans, "E1: evict the spans at once, compare with a never-shown build, then append the last span to both", {}});
   const std::vector<float> a = poisoned.append(next, extra.tokens), b = never.append(next, extra.tokens);
   RC_ASSERT(a.size() == b.size());
   RC_ASSERT(std::equal(a.begin(), a.end(), b.begin(), [](float x, float y) { return std::memcmp(&x, &y, sizeof x) == 0; }));
@@ -79,7 +79,7 @@ void one_at_a_time(const Context& ctx) {
   });
   const std::vector<SpanId> ids = live_ids(c.conv, req.spans);
   const std::vector<size_t> order = *gen::permutation(std::vector<size_t>(ids.begin(), ids.end()));
-  note_case({c.model, c.conv, req.spans, "E1: evict one at a time in a drawn order vs together vs never"});
+  note_case({c.model, c.conv, req.spans, "E1: evict one at a time in a drawn order vs together vs never", {}});
   auto model = model_for(c.model);
   auto b1 = backend_for(ctx.backend, model), b2 = backend_for(ctx.backend, model), b3 = backend_for(ctx.backend, model);
   Session single(*b1), together(*b2), never(*b3);

@@ -16,7 +16,7 @@ namespace {
 
 void check_moves(const Context& ctx, const gen::ModelChoice& mc, const gen::GenConversation& conv,
                  const gen::EvictRequest& req) {
-  note_case({mc, conv, req.spans, "E2: poison-vs-never max|delta| of the next-token logits must be > 0"});
+  note_case({mc, conv, req.spans, "E2: poison-vs-never max|delta| of the next-token logits must be > 0", {}});
   const std::vector<SpanId> ids = live_ids(conv, req.spans);
   if (ids.empty()) {
     RC_TAG("S empty: E2 does not apply");

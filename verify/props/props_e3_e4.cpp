@@ -31,7 +31,7 @@ Expected expected(const gen::GenConversation& conv, const std::vector<size_t>& r
 void prefix_untouched(const Context& ctx) {
   const Drawn c = draw_case(ctx);
   const gen::EvictRequest req = *gen::evict_request(c.conv);
-  note_case({c.model, c.conv, req.spans, "E3: entries before the first evicted span keep their bytes, no re-write"});
+  note_case({c.model, c.conv, req.spans, "E3: entries before the first evicted span keep their bytes, no re-write", {}});
   const std::vector<SpanId> ids = live_ids(c.conv, req.spans);
   RC_PRE(!ids.empty());
   auto model = model_for(c.model);
@@ -55,7 +55,7 @@ void prefix_untouched(const Context& ctx) {
 void cost_is_survivors(const Context& ctx) {
   const Drawn c = draw_case(ctx);
   const gen::EvictRequest req = *gen::evict_request(c.conv);
-  note_case({c.model, c.conv, req.spans, "E4: tokens recomputed == |X|"});
+  note_case({c.model, c.conv, req.spans, "E4: tokens recomputed == |X|", {}});
   const std::vector<SpanId> ids = live_ids(c.conv, req.spans);
   RC_PRE(!ids.empty());
   auto model = model_for(c.model);

@@ -33,7 +33,7 @@ void invalid_operations(const Context& ctx) {
   const Bad bad = *rc::gen::element(Bad::kEvictUnknown, Bad::kEvictEvicted, Bad::kEvictDuplicate, Bad::kEvictNone,
                                     Bad::kEvictMixed, Bad::kAppendEmpty, Bad::kAppendBadToken, Bad::kAppendNegativeToken,
                                     Bad::kAppendOverflow, Bad::kAppendEvicted, Bad::kAppendNotAtTail, Bad::kLogitsEmpty);
-  note_case({c.model, c.conv, {gone}, std::string("errors: after evicting one span, ") + bad_name(bad)});
+  note_case({c.model, c.conv, {gone}, std::string("errors: after evicting one span, ") + bad_name(bad), {}});
   RC_TAG(bad_name(bad));
   auto model = model_for(c.model);
   auto b = backend_for(ctx.backend, model), bf = backend_for(ctx.backend, model);

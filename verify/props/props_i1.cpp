@@ -15,7 +15,7 @@ namespace {
 void chunkings(const Context& ctx) {
   const Drawn c = draw_case(ctx);
   const gen::Chunking cuts = *gen::chunking(c.conv, gen::ChunkKind::kRandomCuts);
-  note_case({c.model, c.conv, {}, "I1: chunkings one-call / per-span / random cuts / token-by-token"});
+  note_case({c.model, c.conv, {}, "I1: chunkings one-call / per-span / random cuts / token-by-token", {}});
   const std::vector<Token> toks = c.conv.tokens_without({});
   auto model = model_for(c.model);
   auto b = backend_for(ctx.backend, model);
@@ -42,7 +42,7 @@ void chunkings(const Context& ctx) {
 void poisoned_scratch(const Context& ctx) {
   const Drawn c = draw_case(ctx);
   const gen::Chunking cuts = *gen::chunking(c.conv, gen::ChunkKind::kRandomCuts);
-  note_case({c.model, c.conv, {}, "I1: scratch poisoned with NaN / 3e38 / untouched"});
+  note_case({c.model, c.conv, {}, "I1: scratch poisoned with NaN / 3e38 / untouched", {}});
   const std::vector<Token> toks = c.conv.tokens_without({});
   auto model = model_for(c.model);
   auto b0 = backend_for(ctx.backend, model);
@@ -62,7 +62,7 @@ void poisoned_scratch(const Context& ctx) {
 void earlier_work(const Context& ctx) {
   const Drawn c = draw_case(ctx);
   const gen::GenConversation other = *gen::conversation(ctx.profile, gen::budget_for(ctx.profile, c.model));
-  note_case({c.model, c.conv, {}, "I1: after and interleaved with an unrelated session on the same backend"});
+  note_case({c.model, c.conv, {}, "I1: after and interleaved with an unrelated session on the same backend", {}});
   auto model = model_for(c.model);
   auto fresh = backend_for(ctx.backend, model), shared = backend_for(ctx.backend, model);
   Session alone(*fresh);

@@ -34,7 +34,7 @@ void two_evictions_compose(const Context& ctx) {
   const size_t n = c.spans.size();
   const size_t first = *rc::gen::inRange<size_t>(0, n - 1);
   const size_t second = *rc::gen::inRange<size_t>(first + 1, n);
-  note_case({mc, c, {first, second}, "two evictions, then an append: positions add up, no token lost"});
+  note_case({mc, c, {first, second}, "two evictions, then an append: positions add up, no token lost", {}});
   auto model = model_for(mc);
   auto b = backend_for(ctx.backend, model), bn = backend_for(ctx.backend, model);
   Session s(*b), never(*bn);
@@ -62,7 +62,7 @@ void interior_removals(const Context& ctx) {
   const gen::GenConversation c = lettered(9, 16);
   const std::vector<size_t> gone = {2, 3, 6};
   const bool together = *rc::gen::arbitrary<bool>();
-  note_case({mc, c, gone, "a b c d e f g h j -> a b e f h j equals a fresh build of the new prompt"});
+  note_case({mc, c, gone, "a b c d e f g h j -> a b e f h j equals a fresh build of the new prompt", {}});
   RC_TAG(together ? "one request" : "two requests");
   auto model = model_for(mc);
   auto b = backend_for(ctx.backend, model), bn = backend_for(ctx.backend, model);
@@ -84,7 +84,7 @@ void decode_step_equals_batch(const Context& ctx) {
   const std::vector<Token> toks = *rc::gen::container<std::vector<Token>>(n, gen::token());
   gen::GenConversation c;
   c.spans.push_back({gen::Role::kUser, toks});
-  note_case({mc, c, {}, "N tokens in one append vs N-1 then one decode step"});
+  note_case({mc, c, {}, "N tokens in one append vs N-1 then one decode step", {}});
   auto model = model_for(mc);
   auto b1 = backend_for(ctx.backend, model), b2 = backend_for(ctx.backend, model);
   Session batch(*b1), step(*b2);
@@ -101,7 +101,7 @@ void chunks_of_64(const Context& ctx) {
   const std::vector<Token> toks = *rc::gen::container<std::vector<Token>>(512, gen::token());
   gen::GenConversation c;
   c.spans.push_back({gen::Role::kUser, toks});
-  note_case({mc, c, {}, "512 tokens in chunks of 64 vs one chunk"});
+  note_case({mc, c, {}, "512 tokens in chunks of 64 vs one chunk", {}});
   auto model = model_for(mc);
   auto b = backend_for(ctx.backend, model);
   const check::Run one = run_chunked(*b, toks, {512}), chunked = run_chunked(*b, toks, std::vector<size_t>(8, 64));

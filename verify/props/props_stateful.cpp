@@ -46,7 +46,7 @@ struct Sut {
 
   void note() {
     std::vector<size_t> ev(session->evicted().begin(), session->evicted().end());
-    note_case({choice, all, ev, "stateful: " + log.str()});
+    note_case({choice, all, ev, "stateful: " + log.str(), {}});
   }
 };
 
