@@ -109,20 +109,31 @@ def engine_stamps(engines_dir):
     return out
 
 
+def model_cases(spec, cases):
+    """[(model, cases)] of 'tiny:1000,smollm2' (a model without its own count takes `cases`; "" is
+    the gate's default)."""
+    out = []
+    for item in spec.split(","):
+        model, _, n = item.partition(":")
+        out.append((model, n or cases))
+    return out
+
+
 def run_engines(akv, build, models, cases, seed, tmp, run_gate):
-    """[(key, title, lib, model, (rc, report, secs, err) or None, info)]"""
+    """[(key, title, lib, model, cases, (rc, report, secs, err) or None, info)] for every engine
+    library and every (model, cases) of `models` (model_cases)."""
     out = []
     for key, folder, so, title, fn in ENGINES:
         lib = os.path.join(build, "plugins", folder, so)
         if not os.path.exists(lib):
-            out.append((key, title, lib, None, None, f"not built ({so}: run scripts/fetch-engines, then configure)"))
+            out.append((key, title, lib, None, "", None, f"not built ({so}: run scripts/fetch-engines, then configure)"))
             continue
         desc = info(lib, fn)
-        for model in models:
-            args = ["--model", model, "--seed", seed] + (["--cases", cases] if cases else [])
+        for model, n in models:
+            args = ["--model", model, "--seed", seed] + (["--cases", n] if n else [])
             print(f"gate-catalog: engines: {key} on {model}", file=sys.stderr)
             res = run_gate(akv, lib, args, os.path.join(tmp, f"engine-{key}-{model}"))
-            out.append((key, title, lib, model, res, desc))
+            out.append((key, title, lib, model, n, res, desc))
     return out
 
 
@@ -155,7 +166,7 @@ def reproduce_line(lib_rel, args, check, env):
         f" --check {check.get('property')}"
 
 
-def findings_text(sections, root, cpu, env_text, cases, seed, stamps, cell, essence, first_field, ce_size):
+def findings_text(sections, root, cpu, env_text, seed, stamps, cell, essence, first_field, ce_size):
     L = ["<!-- engines: scripts/gate-catalog --only engines writes this section -->",
          "## Inference engines' kernels: ggml and PyTorch", "",
          "Every op of llama.cpp's ggml and of PyTorch's ATen behind include/akv/kernels.h, called as llama.cpp's "
@@ -166,19 +177,20 @@ def findings_text(sections, root, cpu, env_text, cases, seed, stamps, cell, esse
          "real weights (`--model smollm2`; the op properties draw SmolLM2's widths, 576/1536/192 and heads 9/3, on "
          "either). A finding is a result, not a test failure: CTest (label `gate-thirdparty`) asserts only that each "
          "run gave a verdict.", "",
-         f"CPU: {cpu}. Environment: {env_text}. Command (LIB, MODEL below): "
-         f"`akv gate --kernels LIB --json --model MODEL --seed {seed}" + (f" --cases {cases}" if cases else "") +
-         "` (the gate's defaults otherwise: 100 cases per op property, 20 per end-to-end one, 20 s a check). "
+         f"CPU: {cpu}. Environment: {env_text}. Command (LIB, MODEL, N below): "
+         f"`akv gate --kernels LIB --json --model MODEL --seed {seed} --cases N` (the gate's defaults otherwise: "
+         "N / 5 cases per end-to-end check, 20 s a check: a check that passes stops there, saying how many cases "
+         "ran). "
          "Thread counts: the op properties run at the library's default, the threads properties compare 2 and 3 "
          "threads with 1, `GT2.attention.decode` decodes at 1, 2 and 3, the end-to-end ones draw 1 to 3 per run.", ""]
     plain = []
-    for key, title, lib, model, res, desc in sections:
+    for key, title, lib, model, cases, res, desc in sections:
         lib_rel = os.path.relpath(lib, root)
         if res is None:
             L += [f"### {title}", "", desc, ""]
             continue
         rc, report, secs, err = res
-        L += [f"### {title}, model `{model}`", "", f"`{lib_rel}`: {desc}. Verdict: "
+        L += [f"### {title}, model `{model}`, {cases or 'the default'} cases", "", f"`{lib_rel}`: {desc}. Verdict: "
               f"**{report.get('verdict') if report else 'none'}** (exit {rc}, {secs:.0f} s).", ""]
         if report is None:
             L += [f"No report: {' '.join(err)}", ""]

@@ -78,7 +78,7 @@ def main():
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--steps", type=int, default=32)
     ap.add_argument("--max-tokens", type=int, default=0)
-    ap.add_argument("--token-by-token-max", type=int, default=256)
+    ap.add_argument("--token-by-token-max", type=int, default=640)
     ap.add_argument("--flash-attn", choices=["default", "on", "off"], default="default")
     ap.add_argument("--only", default="", help="comma-separated conversation names (default: all)")
     a = ap.parse_args()
@@ -104,8 +104,10 @@ def main():
         for name, toks in convs:
             n = len(toks)
             n_ctx = n + a.steps + 1
+            # llama.cpp's defaults, smaller ubatches, and ubatches of 8 (below the 16 rows where its
+            # kernels switch to their batched paths)
             configs = [("one batch", n, n), ("chunks 2048/512", 2048, 512), ("chunks 512/64", 512, 64),
-                       ("chunks 64/64", 64, 64)]
+                       ("chunks 64/64", 64, 64), ("chunks 512/8", 512, 8)]
             tbt = n if n <= a.token_by_token_max else a.token_by_token_max
             ref = {}
             for t in threads:
