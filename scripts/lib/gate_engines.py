@@ -35,8 +35,11 @@ CONTRACT = {
     ("ggml", "attention"): "the ABI passes float32 K and V; llama.cpp keeps its cache in F16 by default and, with "
                            "flash attention, casts a float32 cache to F16 itself (build_attn_mha), as the plugin "
                            "does, so GT3.attention.bound measures F16 rounding of K and V that the float32 contract "
-                           "does not allow (the unfused path keeps float32). The keys are padded to llama.cpp's 256 "
-                           "cells, masked",
+                           "does not allow. The keys are padded to llama.cpp's 256 cells, masked",
+    ("ggml-nofa", "attention"): "none: the unfused path keeps float32 K and V (V transposed, as llama.cpp's cache is "
+                                "without flash attention); the keys are padded to llama.cpp's 256 cells and masked, "
+                                "as llama.cpp pads them",
+    ("torch-eager", "attention"): "none: Hugging Face's eager attention is two ATen matmuls and a softmax on float32",
     ("ggml-q", "matmul"): "kernels.h's matmul is X W^T of float32 X and W within B1; with quantized weights ggml "
                           "also quantizes each row of X (to Q8_0, Q8_1 for Q4_1), so GT3.matmul.bound measures "
                           "quantization, not rounding; n is padded to a multiple of 32 with zeros",
@@ -52,7 +55,7 @@ CONTRACT = {
 WORDS = {
     "GT2.matmul.rows": "{lib}'s matmul gives a row other bits in a call of {M} rows than alone (M = 1): a token "
                        "decoded alone and the same token prefilled with {others} other(s) disagree",
-    "GT2.matmul.threads": "{lib}'s matmul gives other bits at another thread count ({shape})",
+    "GT2.matmul.threads": "{lib}'s matmul gives other bits at another thread count ({shape}; {msg})",
     "GT2.rmsnorm.rows": "{lib}'s RMSNorm gives a row other bits among other rows than alone",
     "GT2.rmsnorm.threads": "{lib}'s RMSNorm gives other bits at another thread count",
     "GT3.rmsnorm.exact": "{lib}'s RMSNorm takes other operations after the sum of squares than M7's (ss / n, + eps, "
@@ -65,8 +68,9 @@ WORDS = {
                            "queries in one prefill call and in a chunk that starts at them disagree ({shape})",
     "GT2.attention.rows": "{lib}'s attention gives a query other bits among other queries than alone: a token "
                           "decoded alone and prefilled with others disagree ({shape})",
-    "GT2.attention.decode": "{lib}'s attention gives a token other bits decoded alone than in a prefill of its rows",
-    "GT2.attention.threads": "{lib}'s attention gives other bits at another thread count ({shape})",
+    "GT2.attention.decode": "{lib}'s attention gives a token other bits decoded alone than in a prefill of its rows "
+                            "(first: {msg})",
+    "GT2.attention.threads": "{lib}'s attention gives other bits at another thread count ({shape}; {msg})",
     "GT3.attention.bound": "{lib}'s attention is outside B14 of the exact value",
     "GT2.swiglu.split": "{lib}'s SwiGLU gives an element other bits depending on where its call starts ({shape})",
     "GT2.swiglu.threads": "{lib}'s SwiGLU gives other bits at another thread count",
@@ -137,6 +141,14 @@ def run_engines(akv, build, models, cases, seed, tmp, run_gate):
     return out
 
 
+def first_line(message):
+    """What failed: the message's first line (the property's own words; the source location, the
+    reruns and RapidCheck's notes follow it), with the repository's path dropped."""
+    lines = [l.strip() for l in (message or "").splitlines()
+             if l.strip() and not l.strip().startswith(("Falsifiable after", "re-run:"))]
+    return lines[0] if lines else ""
+
+
 def shape_fields(shape):
     return {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", shape or "")}
 
@@ -148,11 +160,44 @@ def words(key, title, check):
     lib = "ggml" if family(key) == "ggml" else "PyTorch"
     t = WORDS.get(prop, "{lib}: " + prop + " failed")
     m = f.get("M", 0)
-    return t.format(lib=lib, M=m or "M", others=(m - 1) if m else "other", shape=shape or "see the message")
+    msg = first_line(check.get("message")).split(": not bitwise equal")[0]
+    return t.format(lib=lib, M=m or "M", others=(m - 1) if m else "other", shape=shape or "see the message", msg=msg)
+
+
+# Why, from the library's source (the sdist's ggml-cpu/ops.cpp, ATen's dispatch), where the
+# findings have one cause a kernel author can act on.
+WHY = {
+    ("ggml", "attention"): "ggml's CPU flash attention (ops.cpp) has three paths: one query row over 512 or more "
+                           "cells splits the keys over the threads (one chunk of cells / threads each, partials "
+                           "reduced after: GT2.attention.decode's first failure, 513 keys at 2 threads against 1); "
+                           "64 or more query rows take the tiled path; other calls go row by row, with V's "
+                           "weighted sum accumulated in F16 when V is F16 (VKQ16). A token's output so depends on "
+                           "how many rows share its call and on the thread count",
+    ("ggml-nofa", "attention"): "the unfused path is two ggml_mul_mat calls around soft_max_ext: the float32 matmul's "
+                                "rows/decode failures are the matmul's own (below)",
+    ("ggml", "matmul"): "ggml's float32 mul_mat hands a contiguous batch to llamafile's tinyBLAS when k is a multiple "
+                        "of 16 (AVX-512), whose tiles depend on M; other widths take ggml's vec_dot per output, "
+                        "which is M-invariant",
+    ("ggml", "swiglu"): "ggml_vec_swiglu_f32 computes silu with a SIMD exp over whole vectors and expf on the tail "
+                        "of a row, so an element's bits depend on its offset from the row's start",
+    ("torch", "swiglu"): "ATen's vectorised silu and its scalar tail differ, so an element's bits depend on its "
+                         "offset in the call",
+    ("torch", "matmul"): "F.linear and torch.matmul go to MKL's sgemm (oneMKL 2024.2 in the wheel), which picks "
+                         "kernels by shape and splits work by the thread count",
+}
+
+
+def why(key, op):
+    fam = family(key)
+    if key.startswith("ggml-q") and op == "matmul":
+        return ""
+    return WHY.get((key, op)) or WHY.get((fam, op)) or ""
 
 
 def contract(key, op):
     fam = family(key)
+    if (key, op) in CONTRACT:
+        return CONTRACT[(key, op)]
     notes = [CONTRACT.get((fam, op))]
     if key.startswith("ggml-q") and op == "matmul":
         notes.append(CONTRACT[("ggml-q", "matmul")])
@@ -166,7 +211,27 @@ def reproduce_line(lib_rel, args, check, env):
         f" --check {check.get('property')}"
 
 
-def findings_text(sections, root, cpu, env_text, seed, stamps, cell, essence, first_field, ce_size):
+def save_sections(path, sections, cpu, env_text, seed, stamps):
+    """The runs' reports and what the text says of them, as JSON (re-rendered by --from)."""
+    import json
+    rows = [{"key": k, "title": t, "lib": lib, "model": m, "cases": n, "desc": d,
+             "rc": r[0] if r else None, "report": r[1] if r else None, "seconds": r[2] if r else None,
+             "err": r[3] if r else None} for k, t, lib, m, n, r, d in sections]
+    with open(path, "w") as f:
+        json.dump({"cpu": cpu, "env": env_text, "seed": seed, "stamps": stamps, "runs": rows}, f, indent=1)
+
+
+def load_sections(path):
+    """(sections, cpu, env_text, seed, stamps) of save_sections' file."""
+    import json
+    j = json.load(open(path))
+    sections = [(r["key"], r["title"], r["lib"], r["model"], r["cases"],
+                 None if r["report"] is None and r["rc"] is None else (r["rc"], r["report"], r["seconds"], r["err"] or []),
+                 r["desc"]) for r in j["runs"]]
+    return sections, j["cpu"], j["env"], j["seed"], j["stamps"]
+
+
+def findings_text(sections, root, cpu, env_text, seed, stamps, cell, first_field, ce_size):
     L = ["<!-- engines: scripts/gate-catalog --only engines writes this section -->",
          "## Inference engines' kernels: ggml and PyTorch", "",
          "Every op of llama.cpp's ggml and of PyTorch's ATen behind include/akv/kernels.h, called as llama.cpp's "
@@ -202,23 +267,35 @@ def findings_text(sections, root, cpu, env_text, seed, stamps, cell, essence, fi
             res_c = c.get("result")
             ff = first_field(c, "first_failure_case", "first_failure", default="") if res_c == "fail" else ""
             ce = ce_size(c) if res_c == "fail" else ""
-            msg = essence(c.get("message")) if res_c == "fail" else ("" if res_c == "pass" else cell((c.get("message") or "").splitlines()[0] if c.get("message") else ""))
+            msg = cell(first_line(c.get("message"))) if res_c != "pass" else ""
             rep = f"`{cell(reproduce_line(lib_rel, args, c, {}))}`" if res_c == "fail" and c.get("reproduce") else ""
             L.append(f"| {c.get('op')} | `{c.get('property')}` | {res_c} | {c.get('cases')} | {ff} | {ce} | {msg} | {rep} |")
             if res_c == "fail":
-                plain.append((title, model, c.get("op"), c.get("property"), words(key, title, c), contract(key, c.get("op"))))
+                plain.append((title, model, c.get("op"), c.get("property"), words(key, title, c), contract(key, c.get("op")),
+                              why(key, c.get("op"))))
         L.append("")
     if plain:
         L += ["### In plain words", "",
-              "Each failure above, as a kernel author reads it; where kernels.h cannot express what the library "
-              "does, the note after it says so (the check is not adapted to the library).", ""]
-        seen_notes = set()
-        for title, model, op, prop, w, note in plain:
-            line = f"- {title}, `{model}`, `{prop}`: {w}."
-            if note and (title, op) not in seen_notes:
-                line += f" *Contract:* {note}."
-                seen_notes.add((title, op))
-            L.append(line)
+              "Each property that failed, per library, as a kernel author reads it (the models it failed on after "
+              "it); where kernels.h cannot express what the library does, the contract note after the op says so: "
+              "the check is not adapted to the library.", ""]
+        by_title = {}
+        for title, model, op, prop, w, note, cause in plain:
+            entry = by_title.setdefault(title, {})
+            e = entry.setdefault(prop, [w, note, cause, op, []])
+            e[4].append(model)
+        for title, props in by_title.items():
+            L.append(f"- **{title}**:")
+            noted = set()
+            for prop, (w, note, cause, op, models) in props.items():
+                line = f"  - `{prop}` ({', '.join(f'`{m}`' for m in dict.fromkeys(models))}): {w}."
+                if op not in noted:
+                    if cause:
+                        line += f" *Why ({op}):* {cause}."
+                    if note:
+                        line += f" *Contract ({op}):* {note}."
+                    noted.add(op)
+                L.append(line)
         L.append("")
     L.append("<!-- end engines -->")
     return "\n".join(L) + "\n"
@@ -319,7 +396,8 @@ def paths_text(rows, seeds, cmd):
         f"    {cmd}", "",
         "\"By decode\": seeds where `GT2.attention.decode` (spec/gate.md GT2: a table's decode against its own "
         "prefill on every path) caught it; \"by the others\": seeds where any other check did, which is all the "
-        "gate had before it (the drawn shapes reach one head dim one case in 8 and a one-row call one in 16 "
-        "to 64). Goal: every path at " + f"{seeds}/{seeds} by decode.", "",
+        "gate had before it: the others run at the library's default of 1 thread but for GT2.attention.threads, "
+        "which draws one head dim in 8 and a one-row call one case in 16. Goal: every path at " +
+        f"{seeds}/{seeds} by decode.", "",
         "| head dim | decode | threads | rejected | by decode | by the others | seeds decode missed | gate s (median) |",
         "|---|---|---|---|---|---|---|---|", *rows, "", "<!-- end paths -->", ""])

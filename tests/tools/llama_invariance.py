@@ -2,7 +2,7 @@
 scripts/engine-invariance; docs/engine-invariance.md).
 
   llama_invariance.py MODEL.gguf [MODEL2.gguf ...] --tokens DIR --json OUT [--threads 1,2]
-                      [--steps 32] [--max-tokens N] [--token-by-token-max N]
+                      [--steps 32] [--max-tokens N] [--token-by-token-max N] [--model-only M=NAME,...]
 
 DIR holds one NAME.json per conversation: {"tokens": [...]} (akv tokenize's ids, which match
 llama.cpp's, spec/tokenizer.md T11). For every model and conversation, each configuration
@@ -10,7 +10,8 @@ evaluates the prompt with logits for every row (a fresh context, n_ctx = the pro
 continuation, flash attention as llama.cpp's default picks it unless --flash-attn says):
 
   one batch      n_batch = n_ubatch = the whole prompt: one llama_decode, one ubatch;
-  chunks B/U     n_batch = B, n_ubatch = U (llama.cpp's defaults 2048/512, and 512/64, 64/64);
+  chunks B/U     n_batch = B, n_ubatch = U (llama.cpp's defaults 2048/512, 64/64, and 512/8:
+                 ubatches under the 16 rows where ggml's kernels change path);
   token by token n_batch = n_ubatch = 1: one llama_decode per token;
 
 at each thread count (n_threads = n_threads_batch). The reference is one batch at the first
@@ -81,6 +82,7 @@ def main():
     ap.add_argument("--token-by-token-max", type=int, default=640)
     ap.add_argument("--flash-attn", choices=["default", "on", "off"], default="default")
     ap.add_argument("--only", default="", help="comma-separated conversation names (default: all)")
+    ap.add_argument("--model-only", default="", help="MODEL.gguf=NAME,NAME;...: the conversations a model runs on")
     a = ap.parse_args()
     import numpy as np
     import llama_cpp as L
@@ -99,15 +101,21 @@ def main():
             convs.append((f[:-5], toks[:a.max_tokens] if a.max_tokens else toks))
     out = {"llama_cpp_python": L.__version__, "system_info": L.llama_print_system_info().decode(),
            "threads": threads, "steps": a.steps, "flash_attn": a.flash_attn, "results": []}
+    only_for = {}  # model basename -> the conversations it runs on
+    for item in filter(None, a.model_only.split(";")):
+        model, _, names = item.partition("=")
+        only_for[model] = set(names.split(","))
     for path in a.models:
         L.llama_cpp.llama_model_default_params = llama_bench.model_defaults(L, llama_bench.quantized(path))
         for name, toks in convs:
+            if os.path.basename(path) in only_for and name not in only_for[os.path.basename(path)]:
+                continue
             n = len(toks)
             n_ctx = n + a.steps + 1
             # llama.cpp's defaults, smaller ubatches, and ubatches of 8 (below the 16 rows where its
             # kernels switch to their batched paths)
-            configs = [("one batch", n, n), ("chunks 2048/512", 2048, 512), ("chunks 512/64", 512, 64),
-                       ("chunks 64/64", 64, 64), ("chunks 512/8", 512, 8)]
+            configs = [("one batch", n, n), ("chunks 2048/512", 2048, 512), ("chunks 64/64", 64, 64),
+                       ("chunks 512/8", 512, 8)]
             tbt = n if n <= a.token_by_token_max else a.token_by_token_max
             ref = {}
             for t in threads:
