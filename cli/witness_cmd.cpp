@@ -10,9 +10,8 @@
 #include "cli/progress.hpp"
 #include "cli/shared_options.hpp"
 #include "leakage/approx_evict.hpp"
-#include "optimized/cpu/isa.hpp"
-#include "optimized/cpu/thread_pool.hpp"
 #include "readers/conversation/chat_parse.hpp"
+#include "runtime/backends.hpp"
 #include "verify/provenance.hpp"
 #include "verify/witness.hpp"
 
@@ -88,9 +87,9 @@ Command add_witness(CLI::App& app) {
               "ISAs is then not checked)");
   auto* ct = w->add_option("--cross-threads", a->opt.cross_threads,
                            "Threads of the second configuration (default: 1, or 2 when the first runs 1)")
-                 ->check(decimal(1, cpu::kMaxThreads));
+                 ->check(decimal(1, max_threads()));
   auto* ci = w->add_option("--cross-isa", a->opt.cross_isa,
-                           "ISA of the second configuration: " + names_help(cpu::isa_choices()) +
+                           "ISA of the second configuration: " + names_help(isa_choices()) +
                                " (default: another ISA this CPU runs)")
                  ->check(nonempty());
   w->get_option("--same-config")->excludes(ct)->excludes(ci);

@@ -15,8 +15,8 @@
 #include "reference/policy.hpp"
 #include "support.hpp"
 #include "text_file.hpp"
-#include "verify/backends.hpp"
-#include "verify/models.hpp"
+#include "runtime/backends.hpp"
+#include "runtime/models.hpp"
 
 using namespace akv;
 

@@ -68,7 +68,7 @@ struct BoundsReport {
 /// is in [0, vocab).
 void check_tokens(const Config& c, std::span<const Token> tokens);
 
-/// The next-token logits (vocab,) of backend `name` (verify/backends.hpp) after `tokens` on a
+/// The next-token logits (vocab,) of backend `name` (runtime/backends.hpp) after `tokens` on a
 /// fresh cache, in one forward call.
 std::vector<float> next_logits(const std::string& name, const std::shared_ptr<const Model>& model,
                                std::span<const Token> tokens);

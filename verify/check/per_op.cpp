@@ -15,7 +15,7 @@
 #include "verify/bounds/end_to_end.hpp"
 #include "verify/bounds/op_bounds.hpp"
 #include "verify/bounds/rigorous.hpp"
-#include "verify/digest.hpp"
+#include "runtime/digest.hpp"
 #include "verify/json_number.hpp"
 
 namespace akv::check {

@@ -6,7 +6,7 @@
 
 #include "optimized/cpu/kernels.hpp"
 #include "reference/synthetic_spec.hpp"
-#include "verify/models.hpp"
+#include "runtime/models.hpp"
 #include "verify/props/bits.hpp"
 #include "verify/props/draw.hpp"
 #include "verify/props/fixture.hpp"

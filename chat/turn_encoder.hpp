@@ -6,7 +6,7 @@
 #include "readers/gguf/gguf.hpp"
 #include "readers/tokenizer/bpe_tokenizer.hpp"
 #include "readers/tokenizer/spm_tokenizer.hpp"
-#include "readers/tokenizer/turn_templates.hpp"
+#include "chat/turn_templates.hpp"
 #include "reference/chat_encoder.hpp"
 
 namespace akv::model {

@@ -1,8 +1,10 @@
-#include "verify/backends.hpp"
+#include "runtime/backends.hpp"
 
 #include "optimized/composed/composed_backend.hpp"
 #include "optimized/composed/plugin.hpp"
 #include "optimized/cpu/cpu_backend.hpp"
+#include "optimized/cpu/isa.hpp"
+#include "optimized/cpu/thread_pool.hpp"
 #include "reference/error.hpp"
 #include "reference/strict.hpp"
 #ifdef AKV_HAVE_CUDA_EMU
@@ -28,6 +30,18 @@ std::vector<std::string> backend_names() {
 }
 
 std::vector<std::string> known_backend_names() { return {"reference", "cpu", "cuda-emu", "cuda"}; }
+
+std::vector<std::string> isa_choices() { return cpu::isa_choices(); }
+
+std::vector<std::string> supported_isa_names() {
+  std::vector<std::string> out;
+  for (cpu::Isa i : cpu::supported_isas()) out.push_back(cpu::isa_name(i));
+  return out;
+}
+
+std::string auto_isa_name() { return cpu::isa_name(cpu::resolve_isa("auto")); }
+
+int max_threads() { return cpu::kMaxThreads; }
 
 std::unique_ptr<Backend> make_backend(const std::string& name, std::shared_ptr<const Model> model,
                                       const BackendOptions& opt) {

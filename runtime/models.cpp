@@ -1,4 +1,4 @@
-#include "verify/models.hpp"
+#include "runtime/models.hpp"
 
 #include <array>
 #include <cstdio>
@@ -8,9 +8,9 @@
 #include <nlohmann/json.hpp>
 #include <sys/wait.h>
 
-#include "readers/tokenizer/chatml.hpp"
-#include "readers/tokenizer/gemma_chat.hpp"
-#include "readers/tokenizer/turn_encoder.hpp"
+#include "chat/chatml.hpp"
+#include "chat/gemma_chat.hpp"
+#include "chat/turn_encoder.hpp"
 #include "readers/gguf/gguf.hpp"
 #include "readers/gguf/gguf_config.hpp"
 #include "readers/gguf/gguf_weights.hpp"
@@ -19,8 +19,8 @@
 #include "readers/mapped_file.hpp"
 #include "reference/error.hpp"
 #include "reference/synthetic_spec.hpp"
-#include "verify/digest.hpp"
-#include "verify/published_templates.hpp"
+#include "runtime/digest.hpp"
+#include "chat/published_templates.hpp"
 
 namespace akv {
 
@@ -51,12 +51,29 @@ bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-// Runs scripts/fetch-model (its path is compiled in) and returns what it printed, or "" when
-// the script is not there or failed (it printed its own one-line reason on stderr).
+// scripts/fetch-model, found at run time (never a path compiled in): $AKV_FETCH_MODEL when set,
+// else the first `scripts/fetch-model` or `share/akv/scripts/fetch-model` in the folders
+// above the running executable (a build tree inside the checkout; an install prefix). "" when
+// there is none.
+std::string fetch_script() {
+  if (const char* e = std::getenv("AKV_FETCH_MODEL"); e && *e) return e;
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) return "";
+  for (fs::path dir = exe.parent_path(); !dir.empty(); dir = dir.parent_path()) {
+    for (const fs::path& p : {dir / "scripts" / "fetch-model", dir / "share" / "akv" / "scripts" / "fetch-model"})
+      if (fs::is_regular_file(p, ec)) return p.string();
+    if (dir == dir.root_path()) break;
+  }
+  return "";
+}
+
+// Runs scripts/fetch-model and returns what it printed, or "" when the script is not there or
+// failed (it printed its own one-line reason on stderr).
 std::string run_fetch_script(const std::string& name) {
-  const fs::path script = fs::path(AKV_SOURCE_DIR) / "scripts" / "fetch-model";
-  if (!fs::exists(script)) return "";
-  FILE* p = popen(("'" + script.string() + "' " + name).c_str(), "r");
+  const std::string script = fetch_script();
+  if (script.empty() || !fs::exists(script)) return "";
+  FILE* p = popen(("'" + script + "' " + name).c_str(), "r");
   if (!p) return "";
   std::string out;
   std::array<char, 4096> buf{};
@@ -75,9 +92,10 @@ std::string real_model_file(const RealModel& r) {
     const std::string fetched = run_fetch_script(r.name);
     if (fetched.empty() || !fs::exists(fetched))
       throw Error(ErrorCode::kBadModel,
-                  fmt::format("model '{}': {} is not in the model cache and could not be fetched; run "
+                  fmt::format("model '{}': {} is not in the model cache and could not be fetched{}; run "
                               "scripts/fetch-model with network to PyPI, or use --model small offline",
-                              kDefaultRealModel, path));
+                              kDefaultRealModel, path,
+                              fetch_script().empty() ? " (no scripts/fetch-model above this executable; set AKV_FETCH_MODEL)" : ""));
     path = fetched;
   }
   const auto bytes = model::map_file(path);

@@ -61,7 +61,9 @@ std::string turn_end_token(TurnTemplate t);
 /// transformers defines it): separators ", " and ": ", object keys in their order, UTF-8 kept,
 /// only `"`, `\` and control characters escaped. Throws Error(kBadInput) when `json_text` is
 /// not JSON, or holds an integer outside 64 bits (Python keeps it exact; akv will not round it).
-std::string python_json_dumps(std::string_view json_text);
+/// With `indent` >= 0, Python's `json.dumps(value, indent=indent)`: each item on a line of its
+/// own, indented, separators "," and ": " (Jinja's `tojson(indent=4)`).
+std::string python_json_dumps(std::string_view json_text, int indent = -1);
 
 /// Python's `json.dumps(s, ensure_ascii=False)` of a string: a JSON string literal.
 std::string python_json_string(std::string_view s);

@@ -1,6 +1,8 @@
-#include "verify/published_templates.hpp"
+#include "chat/published_templates.hpp"
 
-#include "verify/digest.hpp"
+#include <openssl/evp.h>
+
+#include <string>
 
 namespace akv {
 
@@ -21,9 +23,22 @@ const std::vector<PublishedTemplate>& published_templates() {
   return t;
 }
 
+namespace {
+// Lower-case hex SHA-256 (OpenSSL's one-shot EVP digest).
+std::string sha256_of(std::string_view s) {
+  unsigned char d[EVP_MAX_MD_SIZE];
+  unsigned int n = 0;
+  EVP_Digest(s.data(), s.size(), d, &n, EVP_sha256(), nullptr);
+  static const char* hex = "0123456789abcdef";
+  std::string out;
+  for (unsigned int i = 0; i < n; ++i) out += hex[d[i] >> 4], out += hex[d[i] & 15];
+  return out;
+}
+}  // namespace
+
 std::optional<model::TurnTemplate> published_turn_template(std::string_view chat_template) {
   if (chat_template.ends_with('\n')) chat_template.remove_suffix(1);
-  const std::string h = sha256_hex(chat_template);
+  const std::string h = sha256_of(chat_template);
   for (const PublishedTemplate& p : published_templates())
     if (h == p.sha256) return p.renders_as;
   return std::nullopt;

@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "readers/tokenizer/pre_tokenizer.hpp"
-#include "readers/tokenizer/turn_templates.hpp"
+#include "chat/turn_templates.hpp"
 #include "reference/error.hpp"
 
 namespace akv::model {
@@ -41,27 +41,37 @@ void dump_string(std::string_view s, std::string& out) {
   out += '"';
 }
 
-void dump(const Ordered& v, std::string& out) {
+// indent < 0: one line, separators ", " and ": "; indent >= 0: Python's indent=N, items on
+// lines of their own, separators "," and ": ", empty containers as {} and [].
+void dump(const Ordered& v, std::string& out, int indent = -1, int depth = 0) {
+  const auto newline = [&](int d) {
+    out += '\n';
+    out.append(static_cast<size_t>(indent * d), ' ');
+  };
   switch (v.type()) {
     case Ordered::value_t::object: {
       out += '{';
       bool first = true;
       for (const auto& [k, x] : v.items()) {
-        if (!first) out += ", ";
+        if (!first) out += indent < 0 ? ", " : ",";
         first = false;
+        if (indent >= 0) newline(depth + 1);
         dump_string(k, out);
         out += ": ";
-        dump(x, out);
+        dump(x, out, indent, depth + 1);
       }
+      if (indent >= 0 && !v.empty()) newline(depth);
       out += '}';
       return;
     }
     case Ordered::value_t::array: {
       out += '[';
       for (size_t i = 0; i < v.size(); ++i) {
-        if (i) out += ", ";
-        dump(v[i], out);
+        if (i) out += indent < 0 ? ", " : ",";
+        if (indent >= 0) newline(depth + 1);
+        dump(v[i], out, indent, depth + 1);
       }
+      if (indent >= 0 && !v.empty()) newline(depth);
       out += ']';
       return;
     }
@@ -126,11 +136,11 @@ bool python_space(uint32_t cp) {
 
 }  // namespace
 
-std::string python_json_dumps(std::string_view json_text) {
+std::string python_json_dumps(std::string_view json_text, int indent) {
   if (!Ordered::accept(json_text)) throw Error(ErrorCode::kBadInput, "not a JSON text");
   refuse_wide_integers(json_text);
   std::string out;
-  dump(Ordered::parse(json_text), out);
+  dump(Ordered::parse(json_text), out, indent);
   return out;
 }
 

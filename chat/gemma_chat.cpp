@@ -1,7 +1,8 @@
-#include "readers/tokenizer/gemma_chat.hpp"
+#include "chat/gemma_chat.hpp"
 
-#include "readers/tokenizer/chatml.hpp"
-#include "readers/tokenizer/turn_templates.hpp"
+#include "chat/chatml.hpp"
+#include "chat/tools.hpp"
+#include "chat/turn_templates.hpp"
 #include "reference/error.hpp"
 
 namespace akv::model {
@@ -24,15 +25,26 @@ class GemmaEncoder final : public ChatEncoder {
     // The template's first_user_prefix: a leading system message goes into the first user turn.
     const bool fold = ms.size() >= 2 && (ms[0].role == "system" || ms[0].role == "developer") && !ms[0].tokens &&
                       ms[0].name.empty() && ms[1].role == "user" && !ms[1].tokens;
+    // CT14: the tools join the system text (akv's generic form): the folded system message's,
+    // else a user turn of their own in the preamble, left open for a first user message.
+    const std::string tools = chat::hermes_tools_text(c.tools);
+    const bool tools_open = !tools.empty() && !fold && !ms.empty() && ms[0].role == "user" && !ms[0].tokens;
+    if (!tools.empty() && !fold) {
+      e.preamble.push_back(start_);
+      append(e.preamble, tok_.encode("user\n" + tools.substr(2) + (tools_open ? "\n\n" : "")));
+      if (!tools_open) close(e.preamble);
+    }
     for (size_t i = 0; i < ms.size(); ++i) {
       const Message& m = ms[i];
+      for (size_t k = 0; k < m.tool_calls.size(); ++k)  // CT14: calls are written without their ids
+        if (!m.tool_calls[k].id.empty()) e.ignored.push_back("messages[" + std::to_string(i) + "].tool_calls[" + std::to_string(k) + "].id");
       if (m.tokens) {
         e.spans.push_back(*m.tokens);
       } else if (fold && i == 0) {
         std::vector<Token> s{start_};
-        append(s, tok_.encode("user\n" + m.content + "\n\n"));  // the template does not trim it
+        append(s, tok_.encode("user\n" + m.content + tools + "\n\n"));  // the template does not trim it
         e.spans.push_back(std::move(s));
-      } else if (fold && i == 1) {
+      } else if ((fold && i == 1) || (tools_open && i == 0)) {
         std::vector<Token> s = tok_.encode(gemma_turn_text(m));
         close(s);
         e.spans.push_back(std::move(s));
@@ -55,6 +67,12 @@ class GemmaEncoder final : public ChatEncoder {
   }
 
   Token end_of_turn() const override { return end_; }
+
+  std::string bytes(const std::vector<Token>& ids) const override {
+    std::string out;
+    for (Token id : ids) out += id >= 0 && id < tok_.vocab_size() ? tok_.decode({id}) : "<|invalid " + std::to_string(id) + "|>";
+    return out;
+  }
 
   std::string render(const std::vector<Token>& ids) const override {
     std::string out;

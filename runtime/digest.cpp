@@ -1,4 +1,4 @@
-#include "verify/digest.hpp"
+#include "runtime/digest.hpp"
 
 #include <openssl/evp.h>
 

@@ -1,7 +1,8 @@
-#include "readers/tokenizer/turn_templates.hpp"
+#include "chat/turn_templates.hpp"
 
 #include <nlohmann/json.hpp>
 
+#include "chat/tools.hpp"
 #include "reference/error.hpp"
 
 namespace akv::model {
@@ -67,12 +68,14 @@ TurnRendering render_qwen25(const Conversation& c) {
   const auto block = [](const std::string& body) {
     return Pieces{special("<|im_start|>"), text(body), special("<|im_end|>"), text("\n")};
   };
+  // With tools, the system turn ends with the tool block (the template's `tools` branch, CT14).
+  const std::string tools = chat::hermes_tools_text(c.tools);
   if (n > 0 && rd.role_is(0, "system")) {
-    rd.r.messages[0] = block("system\n" + c.messages[0].content);
+    rd.r.messages[0] = block("system\n" + c.messages[0].content + tools);
     rd.ignore_ids(0, true);
     rd.refuse_lossy(0);
   } else {
-    rd.r.preamble = block("system\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.");
+    rd.r.preamble = block("system\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant." + tools);
   }
   for (size_t i = 0; i < n; ++i) {
     if (rd.is_raw(i) || (i == 0 && rd.role_is(0, "system"))) continue;
@@ -112,7 +115,10 @@ TurnRendering render_llama3(const Conversation& c) {
     return Pieces{special("<|start_header_id|>"), text(role), special("<|end_header_id|>"), text("\n\n" + body),
                   special("<|eot_id|>")};
   };
-  const std::string dates = "Cutting Knowledge Date: December 2023\nToday Date: 26 Jul 2024\n\n";
+  // With tools (tools_in_user_message, the template's default; CT14) the system turn says
+  // `Environment: ipython`, and the first message after it carries the tool definitions.
+  const bool tools = !c.tools.empty();
+  const std::string dates = std::string(tools ? "Environment: ipython\n" : "") + "Cutting Knowledge Date: December 2023\nToday Date: 26 Jul 2024\n\n";
   rd.r.preamble.push_back(special("<|begin_of_text|>"));
   const bool system0 = n > 0 && rd.role_is(0, "system");
   if (system0) {
@@ -122,12 +128,27 @@ TurnRendering render_llama3(const Conversation& c) {
   } else {
     for (TurnPiece& piece : turn("system", dates)) rd.r.preamble.push_back(std::move(piece));
   }
-  for (size_t i = system0 ? 1 : 0; i < n; ++i) {
+  const size_t first = system0 ? 1 : 0;
+  if (tools) {
+    if (first >= n) throw Error(ErrorCode::kBadInput, "tools: the llama3 template puts them in the first user message, and the "
+                                                      "conversation has none (the template raises; spec/tokenizer.md CT14)");
+    if (rd.is_raw(first) || !rd.role_is(first, "user") || !c.messages[first].tool_calls.empty())
+      rd.refuse(first, "the llama3 template renders the tools into the first message after the system message as a user turn, "
+                       "and this one is not a plain user message");
+  }
+  for (size_t i = first; i < n; ++i) {
     if (rd.is_raw(i)) continue;
     const Message& m = c.messages[i];
     rd.refuse_lossy(i);
     rd.ignore_ids(i, true);
-    if (m.role == "tool" || m.role == "ipython") {
+    if (tools && i == first) {
+      std::string body =
+          "Given the following functions, please respond with a JSON for a function call with its proper arguments that best "
+          "answers the given prompt.\n\nRespond in the format {\"name\": function name, \"parameters\": dictionary of argument "
+          "name and its value}.Do not use variables.\n\n";
+      for (const ToolDef& t : c.tools) body += python_json_dumps(t.json, 4) + "\n\n";
+      rd.r.messages[i] = turn("user", body + python_strip(m.content));
+    } else if (m.role == "tool" || m.role == "ipython") {
       // `content is iterable` holds for a string, so the template prints it with tojson.
       rd.r.messages[i] = turn("ipython", python_json_string(m.content));
     } else if (!m.tool_calls.empty()) {
@@ -147,6 +168,8 @@ TurnRendering render_llama3(const Conversation& c) {
 // Phi-3-mini's template, as llama.cpp's phi-3 vocab file carries it (CT9).
 TurnRendering render_phi3(const Conversation& c) {
   Renderer rd(c, "phi3");
+  if (!c.tools.empty())
+    throw Error(ErrorCode::kBadInput, "tools: the phi3 template has no tool syntax, and akv defines none for it (spec/tokenizer.md CT14)");
   rd.r.preamble.push_back(special("<s>"));
   for (size_t i = 0; i < c.messages.size(); ++i) {
     if (rd.is_raw(i)) continue;

@@ -6,7 +6,7 @@
 #include <string_view>
 #include <vector>
 
-#include "readers/tokenizer/turn_templates.hpp"
+#include "chat/turn_templates.hpp"
 
 namespace akv {
 

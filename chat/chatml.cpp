@@ -1,7 +1,8 @@
-#include "readers/tokenizer/chatml.hpp"
+#include "chat/chatml.hpp"
 
 #include <nlohmann/json.hpp>
 
+#include "chat/tools.hpp"
 #include "reference/error.hpp"
 
 namespace akv::model {
@@ -32,8 +33,7 @@ std::string call_text(const ToolCall& c) {
     s += ", \"arguments\": ";
     s += nlohmann::json::accept(c.arguments) ? c.arguments : json_string(c.arguments);
   }
-  if (!c.id.empty()) s += ", \"id\": " + json_string(c.id);
-  return s + "}";
+  return s + "}";  // the call's id is not written (CT14): a model copies what it reads
 }
 
 class ChatmlEncoder final : public ChatEncoder {
@@ -47,10 +47,19 @@ class ChatmlEncoder final : public ChatEncoder {
   EncodedConversation encode(const Conversation& c) const override {
     check_token_ids(c, tok_.vocab_size());
     EncodedConversation e;
+    // CT14: the request's tools are appended to the system text (akv's generic form).
+    const std::string tools = chat::hermes_tools_text(c.tools);
+    const bool system0 = !c.messages.empty() && c.messages[0].role == "system" && !c.messages[0].tokens;
     if (!c.messages.empty() && c.messages[0].role != "system" && t_.has_default_system)
-      e.preamble = wrap("system\n" + t_.default_system);
-    for (const Message& m : c.messages)
-      e.spans.push_back(m.tokens ? *m.tokens : wrap(chatml_message_text(m)));
+      e.preamble = wrap("system\n" + t_.default_system + tools);
+    else if (!tools.empty() && !system0)
+      e.preamble = wrap("system\n" + tools.substr(2));  // no default system prompt: no blank line before the block
+    for (size_t i = 0; i < c.messages.size(); ++i) {
+      const Message& m = c.messages[i];
+      e.spans.push_back(m.tokens ? *m.tokens : wrap(chatml_message_text(m) + (i == 0 && system0 ? tools : "")));
+      for (size_t k = 0; k < m.tool_calls.size(); ++k)
+        if (!m.tool_calls[k].id.empty()) e.ignored.push_back("messages[" + std::to_string(i) + "].tool_calls[" + std::to_string(k) + "].id");
+    }
     return e;
   }
 
@@ -67,20 +76,11 @@ class ChatmlEncoder final : public ChatEncoder {
 
   // Decoded bytes (CT4): specials as their names, an id outside the vocabulary as
   // <|invalid N|>, and a byte that is not part of valid UTF-8 as \xNN.
-  std::string render(const std::vector<Token>& ids) const override {
-    std::string bytes;
-    for (Token id : ids)
-      bytes += id >= 0 && id < tok_.vocab_size() ? tok_.decode({id}) : "<|invalid " + std::to_string(id) + "|>";
+  std::string render(const std::vector<Token>& ids) const override { return escape_invalid_utf8(bytes(ids)); }
+
+  std::string bytes(const std::vector<Token>& ids) const override {
     std::string out;
-    split_utf8(bytes, [&](std::string_view run, bool valid) {
-      if (valid) {
-        out += run;
-      } else {
-        static const char* hex = "0123456789ABCDEF";
-        const auto b = static_cast<uint8_t>(run[0]);
-        out += std::string("\\x") + hex[b >> 4] + hex[b & 15];
-      }
-    });
+    for (Token id : ids) out += id >= 0 && id < tok_.vocab_size() ? tok_.decode({id}) : "<|invalid " + std::to_string(id) + "|>";
     return out;
   }
 

@@ -1,5 +1,5 @@
-// Every backend by name: the one place that knows them all (verify/ sits above reference/
-// and optimized/).
+// Every backend by name: the one place that knows them all (runtime/ sits above reference/
+// and optimized/), and the names their options take.
 #pragma once
 #include <memory>
 #include <string>
@@ -23,6 +23,14 @@ struct BackendOptions {
   std::string kernels;       // a kernel library (spec/gate.md GT1): when set, the backend is the
                              // composed forward over its ops, whatever the name
 };
+
+/// The cpu backend's names (spec/input.md IN9): what `--isa` takes ("auto", then every ISA the
+/// build knows), the ISAs this CPU runs, the one "auto" resolves to here ($AKV_ISA, else the
+/// best), and the most threads `--threads` takes.
+std::vector<std::string> isa_choices();
+std::vector<std::string> supported_isa_names();
+std::string auto_isa_name();
+int max_threads();
 
 /// Backend by name. Throws Error(kUnknownBackend) for a name akv does not know and
 /// Error(kBackendUnavailable) for one this build or machine lacks, both naming the backends

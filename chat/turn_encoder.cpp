@@ -1,4 +1,4 @@
-#include "readers/tokenizer/turn_encoder.hpp"
+#include "chat/turn_encoder.hpp"
 
 #include <functional>
 #include <optional>
@@ -36,7 +36,7 @@ class TurnEncoder final : public ChatEncoder {
     Conversation probe;
     const std::vector<const char*> roles = t_ == TurnTemplate::kPhi3 ? std::vector<const char*>{"user", "assistant"}
                                                                    : std::vector<const char*>{"system", "user", "assistant", "tool"};
-    for (const char* role : roles) probe.messages.push_back({.role = role});
+    for (const char* role : roles) probe.messages.push_back(Message{.role = role, .content = {}, .name = {}, .tool_call_id = {}, .refusal = {}, .tool_calls = {}, .tokens = {}});
     const TurnRendering r = render_turns(t_, probe);
     std::vector<TurnPiece> all = r.preamble;
     for (const auto& m : r.messages) all.insert(all.end(), m.begin(), m.end());
@@ -119,13 +119,17 @@ class TurnEncoder final : public ChatEncoder {
 
   std::vector<Token> tokenize(std::string_view text) const override { return tok_.encode(text); }
 
-  std::string render(const std::vector<Token>& ids) const override {
+  std::string render(const std::vector<Token>& ids) const override { return bytes(ids); }
+  std::string bytes(const std::vector<Token>& ids) const override {
     std::string s;
     for (Token id : ids) s += id >= 0 && id < tok_.vocab_size() ? tok_.decode(id) : "<|invalid " + std::to_string(id) + "|>";
     return s;
   }
 
   std::vector<Token> generation_prompt() const override { return gen_; }
+  ToolSyntax tool_syntax() const override {
+    return t_ == TurnTemplate::kLlama3 ? ToolSyntax::kLlamaJson : t_ == TurnTemplate::kPhi3 ? ToolSyntax::kNone : ToolSyntax::kHermes;
+  }
   Token end_of_turn() const override { return special_.at(turn_end_token(t_)); }
 
  private:
