@@ -83,6 +83,9 @@ class ChatmlEncoder final : public ChatEncoder {
     for (Token id : ids) out += id >= 0 && id < tok_.vocab_size() ? tok_.decode({id}) : "<|invalid " + std::to_string(id) + "|>";
     return out;
   }
+  bool is_control(Token id) const override {
+    return id < 0 || id >= tok_.vocab_size() || is_control_type(tok_.token_type(id));
+  }
 
  private:
   // <|im_start|> text <|im_end|> \n, the text tokenized on its own (CT3).

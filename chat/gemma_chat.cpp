@@ -73,6 +73,9 @@ class GemmaEncoder final : public ChatEncoder {
     for (Token id : ids) out += id >= 0 && id < tok_.vocab_size() ? tok_.decode({id}) : "<|invalid " + std::to_string(id) + "|>";
     return out;
   }
+  bool is_control(Token id) const override {
+    return id < 0 || id >= tok_.vocab_size() || is_control_type(tok_.token_type(id));
+  }
 
   std::string render(const std::vector<Token>& ids) const override {
     std::string out;

@@ -125,6 +125,9 @@ class TurnEncoder final : public ChatEncoder {
     for (Token id : ids) s += id >= 0 && id < tok_.vocab_size() ? tok_.decode(id) : "<|invalid " + std::to_string(id) + "|>";
     return s;
   }
+  bool is_control(Token id) const override {
+    return id < 0 || id >= tok_.vocab_size() || is_control_type(tok_.token_type(id));
+  }
 
   std::vector<Token> generation_prompt() const override { return gen_; }
   ToolSyntax tool_syntax() const override {

@@ -6,6 +6,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/options.hpp"
+#include "runtime/models.hpp"
 #include "serve/audit.hpp"
 #include "serve/audit_chain.hpp"
 
@@ -19,7 +20,7 @@ Command add_audit(CLI::App& app) {
   auto a = std::make_shared<Args>();
   auto* c = app.add_subcommand("audit", "Replay an akv serve audit log; exit 0 only if every reply reproduces bit for bit");
   c->add_option("LOG", a->log, "The --audit-log file (JSON lines)")->required()->check(nonempty());
-  c->add_option("--model", a->model, "Replay on this model instead of the logged one")->check(nonempty());
+  c->add_option("--model", a->model, "Replay on this model instead of the logged one: " + names_help(model_forms()))->check(nonempty());
   c->add_option("--audit-pubkey", a->pubkey,
                 "A PEM Ed25519 key (public, or the server's private one): every line must be signed by it")
       ->check(nonempty());

@@ -1,7 +1,8 @@
-// akv witness FILE [--evict N[,M...] | --evict-poisoned | --redact N:STRING...] [--model M] [--seed S] [--backend B] [--isa I]
-//                  [--threads N] [--policy P] [--json]
-// Exit 0 passed (evict == never bit for bit, prefix untouched, only the survivors written), 1 not,
-// 2 bad input (spec/operations.md O5, spec/input.md IN4-IN6).
+// akv witness FILE [--evict N[,M...] | --evict-poisoned | --redact N:STRING...] [--model M] [--seed S]
+//                  [--backend B | --kernels LIB.so] [--isa I] [--threads N] [--policy P] [--logit-rows last|all]
+//                  [--same-config | --cross-threads N --cross-isa I] [--json] [--out FILE]
+// Exit (spec/input.md IN5): 0 passed (evict == never bit for bit, prefix untouched, only the
+// survivors written: spec/operations.md O5), 1 not, 2 bad input or usage (IN4, IN6), 3 internal error.
 #include <iostream>
 #include <memory>
 

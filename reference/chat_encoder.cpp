@@ -24,6 +24,7 @@ class FixtureEncoder final : public ChatEncoder {
   }
   std::string render(const std::vector<Token>& ids) const override { return tok::render(ids); }
   std::string bytes(const std::vector<Token>& ids) const override { return tok::render(ids); }
+  bool is_control(Token id) const override { return id < 0 || id >= 256; }  // M5: 256.. are markers and reserved
   std::vector<Token> generation_prompt() const override { return {tok::kAssistant}; }
   Token end_of_turn() const override { return tok::kEnd; }
 

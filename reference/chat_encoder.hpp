@@ -55,6 +55,13 @@ class ChatEncoder {
   /// UTF-8 character. What a server matches stop strings on and reports as
   /// `logprobs.content[].bytes` (spec/serving.md SV2).
   virtual std::string bytes(const std::vector<Token>& ids) const = 0;
+  /// Whether `id` stands for no text: a control token (ChatML's `<|im_start|>`, the fixture's
+  /// markers and reserved ids), the unknown token, an unused slot, or an id outside the
+  /// vocabulary; bytes() renders such a token by its name. A user-defined token (GGUF type 4,
+  /// Hugging Face's `"special": false`, e.g. Qwen's `<tool_call>`) stands for its text and is
+  /// not control. What a grammar over the reply's bytes never admits inside the text it
+  /// constrains (chat/grammar.hpp, spec/serving.md SV14).
+  virtual bool is_control(Token id) const = 0;
   /// The tokens that open the model's reply (spec/leakage.md L9): ChatML's generation prompt
   /// `<|im_start|>assistant\n` (the special token, then "assistant\n" tokenized on its own, as
   /// CT3 tokenizes a message's text); the fixture's `<|assistant|>` marker. Never empty.
