@@ -319,7 +319,27 @@ std::string c_snippet(const std::string& property, const std::string& summary, c
                          check == "rows" ? "a query of the call vs the query alone" : "queries from i in one call vs a call starting there");
     else if (check == "threads")
       body = threads_body("cx_attention(t, q, 0, M, NULL)", "(size_t)M * " + qd, "attention");
-    else if (check == "scratch") {
+    else if (check == "decode" && c.contains("row")) {
+      data += fmt::format("#define ROW {}\n", I("row"));
+      body = fmt::format(R"C(  const size_t qd = {};
+  if (t->set_threads) t->set_threads(t->ctx, 1);
+  float* all = cx_attention(t, q, 0, M, NULL);
+  int ok = 1;
+  for (int th = 1; th <= 3 && ok; ++th) {{
+    if (!t->set_threads && th > 1) break;
+    if (t->set_threads) t->set_threads(t->ctx, th);
+    float* one = cx_attention(t, q, ROW, 1, NULL);
+    if (t->set_threads) t->set_threads(t->ctx, 1);
+    ok = cx_same(one, all + (size_t)ROW * qd, qd, th == 1 ? "row ROW decoded alone at 1 thread vs its row in the prefill at 1 thread"
+                 : th == 2 ? "row ROW decoded alone at 2 threads vs its row in the prefill at 1 thread"
+                           : "row ROW decoded alone at 3 threads vs its row in the prefill at 1 thread");
+    free(one);
+  }}
+  free(all);
+  return ok ? 0 : 1;
+)C",
+                         qd);
+    } else if (check == "scratch") {
       data += "static float qneg[M * HEADS * HEAD_DIM];\n";
       body = "  for (size_t i = 0; i < (size_t)M * HEADS * HEAD_DIM; ++i) qneg[i] = -q[i];\n" +
              scratch_body("AKV_OP_ATTENTION", "M, POS0 + M, HEADS * HEAD_DIM", "cx_attention(t, q, 0, M, sc)",

@@ -15,7 +15,8 @@ extern char** environ;
 namespace akv::gate {
 
 const std::vector<std::string>& library_env_prefixes() {
-  static const std::vector<std::string> p{"BLIS_", "OPENBLAS_", "OMP_", "MKL_", "GOMP_", "KMP_", "DNNL_", "ONEDNN_", "GOTO_"};
+  static const std::vector<std::string> p{"BLIS_", "OPENBLAS_", "OMP_",      "MKL_",  "GOMP_",  "KMP_",       "DNNL_",
+                                          "ONEDNN_", "GOTO_",    "GGML_", "AKV_GGML_", "AKV_BROKEN_", "ATEN_", "TORCH_"};
   return p;
 }
 

@@ -10,7 +10,9 @@
 namespace akv::gate {
 
 /// The prefixes of the environment variables a kernel library may read (BLIS_, OPENBLAS_, OMP_,
-/// MKL_, GOMP_, KMP_, DNNL_, ONEDNN_, GOTO_): the set ones are recorded.
+/// MKL_, GOMP_, KMP_, DNNL_, ONEDNN_, GOTO_, GGML_, AKV_GGML_, AKV_BROKEN_, ATEN_,
+/// TORCH_): the set ones are
+/// recorded.
 const std::vector<std::string>& library_env_prefixes();
 
 /// {"akv": {version, commit}, "library": {path, sha256}, "cpu": {model, flags, isas},

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -28,6 +29,7 @@
 #include "gate/message.hpp"
 #include "verify/check/op_props.hpp"
 #include "verify/check/ops.hpp"
+#include "verify/check/rc_runner.hpp"
 #include "verify/check/op_shapes.hpp"
 
 namespace akv {
@@ -150,6 +152,32 @@ TEST(GT2_GateInvariance, ThreadOrderedReductionFailsThreads) {
   const auto t = catalog("split_k_by_threads");
   EXPECT_EQ(check("GT2.matmul.threads", t).result, "fail");
   EXPECT_EQ(check("GT2.matmul.rows", t).result, "pass");
+}
+
+// A decode path of its own (split_decode_path) is caught where it sits, within the first
+// cases: the decode property runs every head dim x key range x thread count in every case
+// (issue 47, part 7); a case misses a path only when its drawn values give both orders the same
+// bits. Three paths here, each a different head dim, range and thread count, without shrinking;
+// all 36 and the other properties' rate per path: docs/gate-catalog.md (gate-catalog --paths).
+TEST(GT2_GateInvariance, ADecodePathOfItsOwnFailsDecodeWithinTheFirstCases) {
+  const check::OpTable t = check::plugin_op_table(catalog("split_decode_path"));
+  const check::OpProperty& decode = check::op_property("GT2.attention.decode");
+  for (const char* path : {"128:past:2", "8:first:3", "70:past:1"}) {
+    ::setenv("AKV_BROKEN_DECODE_PATH", path, 1);
+    rc::detail::TestParams params = check::default_params();
+    params.maxSuccess = 100;
+    params.seed = 11;
+    params.disableShrinking = true;
+    const check::RcResult r = check::run_rc({.id = std::string("decode path ") + path, .description = "GT2.attention.decode",
+                                             .params = params, .listener = &check::quiet_listener(), .replay = nullptr,
+                                             .around = {}},
+                                            [&] { decode.body(t); });
+    EXPECT_TRUE(r.failed) << path << ": " << r.message;
+    EXPECT_LT(r.cases, 20) << path << ": caught only after " << r.cases << " passing cases";
+  }
+  ::unsetenv("AKV_BROKEN_DECODE_PATH");
+  // The same library at its default path: the gate's other attention checks at 1 thread miss it.
+  EXPECT_EQ(check("GT2.attention.start", catalog("split_decode_path")).result, "pass");
 }
 
 TEST(GT2_GateInvariance, StaleScratchFailsScratch) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #include "optimized/cpu/kernels.hpp"
@@ -51,33 +52,74 @@ struct CpuTableOps {
   static void swiglu(void* ctx, float* out, const float* g, const float* u, int32_t n) { self(ctx).k_->swiglu(out, g, u, n); }
   static void add(void* ctx, float* x, const float* y, int32_t n) { self(ctx).k_->add(x, y, n); }
 
-  // Items of up to 16 consecutive rows and one KV head, as the fused forward forms them (K4).
+  // Items of up to 16 consecutive rows and one KV head, as the fused forward forms them (K4);
+  // one decode token past the first key block, with threads to share its blocks, takes the
+  // split path as the fused forward does (cpu_backend.cpp), so the gate reaches it (GT2
+  // attention.decode).
   static void attention(void* ctx, float* out, size_t ldo, const float* q, size_t ldq, const float* k, const float* v,
                         size_t ldkv, const uint8_t* mask, int32_t M, int32_t pos0, int32_t heads, int32_t kvh,
                         int32_t hd, float scale, float*) {
     constexpr int kRows = 16;
     const int group = heads / kvh, blocks = (M + kRows - 1) / kRows;
     const Kernels& K = *self(ctx).k_;
-    self(ctx).pool_->run(blocks * kvh, [&](int b, int e) {
+    auto item = [&](int r, int g, int rows) {
+      AttnArgs a;
+      a.q = q + r * ldq + static_cast<size_t>(g) * group * hd;
+      a.k = k + static_cast<size_t>(g) * hd;
+      a.v = v + static_cast<size_t>(g) * hd;
+      a.out = out + r * ldo + static_cast<size_t>(g) * group * hd;
+      a.pos = pos0 + r;
+      a.stride = static_cast<int>(ldkv);
+      a.head_dim = hd;
+      a.group = group;
+      a.scale = scale;
+      a.rows = rows;
+      a.q_stride = ldq;
+      a.out_stride = ldo;
+      a.mask = mask;
+      return a;
+    };
+    ThreadPool& pool = *self(ctx).pool_;
+    if (M == 1 && pool.size() > 1 && pos0 >= kKeyBlock && mask == nullptr && split_attention_applies(item(0, 0, 1))) {
+      split_decode(pool, K, item, kvh, group, hd, split_blocks(item(0, 0, 1)));
+      return;
+    }
+    pool.run(blocks * kvh, [&](int b, int e) {
       for (int i = b; i < e; ++i) {
         const int r = (i / kvh) * kRows, g = i % kvh;
-        AttnArgs a;
-        a.q = q + r * ldq + static_cast<size_t>(g) * group * hd;
-        a.k = k + static_cast<size_t>(g) * hd;
-        a.v = v + static_cast<size_t>(g) * hd;
-        a.out = out + r * ldo + static_cast<size_t>(g) * group * hd;
-        a.pos = pos0 + r;
-        a.stride = static_cast<int>(ldkv);
-        a.head_dim = hd;
-        a.group = group;
-        a.scale = scale;
-        a.rows = std::min(kRows, M - r);
-        a.q_stride = ldq;
-        a.out_stride = ldo;
-        a.mask = mask;
-        K.attention(a);
+        K.attention(item(r, g, std::min(kRows, M - r)));
       }
     });
+  }
+
+  // K4 "split over key blocks" for one decode token: units of key blocks across the pool, each
+  // unit all KV heads, in the three phases of kernels.hpp; the fused forward's split exactly
+  // (cpu_backend.cpp: about 8 units a thread). Its buffers are filled with NaN first: every
+  // float the phases read they wrote.
+  template <class Item>
+  static void split_decode(ThreadPool& pool, const Kernels& K, const Item& item, int kvh, int group, int hd, int nbk) {
+    const int cb = std::max(1, nbk / (8 * pool.size())), chunks = (nbk + cb - 1) / cb;
+    const size_t per_s = static_cast<size_t>(group) * nbk * kKeyBlock, per_b = static_cast<size_t>(group) * nbk;
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    std::vector<float> s(kvh * per_s, nan), mb(kvh * per_b, nan), lb(kvh * per_b, nan), acc(kvh * per_b * hd, nan);
+    auto phase = [&](bool values) {
+      pool.run(chunks, [&](int u0, int u1) {
+        for (int u = u0; u < u1; ++u) {
+          const int b0 = u * cb, b1 = std::min(nbk, b0 + cb);
+          for (int g = 0; g < kvh; ++g) {
+            float* sg = s.data() + g * per_s;
+            float* mbg = mb.data() + g * per_b;
+            if (values)
+              K.attention_split_values(item(0, g, 1), b0, b1, sg, mbg, lb.data() + g * per_b, acc.data() + g * per_b * hd);
+            else K.attention_split_scores(item(0, g, 1), b0, b1, sg, mbg);
+          }
+        }
+      });
+    };
+    phase(false);
+    phase(true);
+    for (int g = 0; g < kvh; ++g)
+      K.attention_split_fold(item(0, g, 1), mb.data() + g * per_b, lb.data() + g * per_b, acc.data() + g * per_b * hd);
   }
 };
 

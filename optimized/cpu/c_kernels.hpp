@@ -16,8 +16,10 @@ struct Kernels;
 
 /// An akv_kernels table over kernels_for(isa), owning its thread pool. Provides every op but
 /// evict. matmul: prepare_weight packs W into panels (K1), split across threads by whole
-/// panels; attention: (block of up to 16 rows, KV head) items (K4), split by whole items (K8);
-/// set_threads(n) rebuilds the pool (n in [1, kMaxThreads], else returns 1).
+/// panels; attention: (block of up to 16 rows, KV head) items (K4), split by whole items (K8),
+/// and one decode token past the first key block at 2+ threads split over key blocks, as the
+/// fused forward splits it (K4 "split over key blocks"); set_threads(n) rebuilds the pool (n in
+/// [1, kMaxThreads], else returns 1).
 class CpuKernelTable {
  public:
   /// Error(kBackendUnavailable) when this CPU lacks `isa`; threads as ThreadPool.

@@ -4,6 +4,7 @@
 AKV_PROPERTY_SUITE(I1_PropInvariance);
 AKV_PROPERTY(I1_PropInvariance, Chunkings)
 AKV_PROPERTY(I1_PropInvariance, PoisonedScratch)
+AKV_PROPERTY(I1_PropInvariance, DecodePaths)
 AKV_PROPERTY(I1_PropInvariance, EarlierWork)
 
 AKV_PROPERTY_SUITE(I1_PropRegression);

@@ -4,6 +4,7 @@
 #include <rapidcheck.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -108,6 +109,18 @@ constexpr long long kRowBudget = 1ll << 22, kMatmulBudget = 1ll << 24;
 
 Vec values(size_t count, uint64_t seed, Fam f) { return fam_values(f, count, seed); }
 
+// q, k and v of a's shape, drawn.
+void attn_values(Attn& a) {
+  const uint64_t seed = gen_seed();
+  // Score scales: near-uniform with subnormal products (2^-70), ordinary, and spread over
+  // hundreds so that exps underflow (8, 40).
+  const float qs = *rc::gen::element(1.0f, 4.0f, 0x1p-70f, 8.0f, 40.0f);
+  const size_t n = static_cast<size_t>(a.pos0 + a.M);
+  a.q = fam_values(Fam::kPlain, static_cast<size_t>(a.M) * a.qd(), seed, qs);
+  a.k = fam_values(*rc::gen::element(Fam::kPlain, Fam::kCancel), n * a.kvd(), seed + 1);
+  a.v = fam_values(*gen_fam(), n * a.kvd(), seed + 2);
+}
+
 // M to max_m: past 16 drawn as the row checks draw it (boundaries, the cpu kernels' items of 16).
 Attn gen_attn(int max_m, int min_m = 1) {
   Attn a;
@@ -121,14 +134,7 @@ Attn gen_attn(int max_m, int min_m = 1) {
   std::vector<int> hds(cpu::kAttentionCheckHeadDims.begin(), cpu::kAttentionCheckHeadDims.end());
   hds.insert(hds.end(), {4, 16});
   a.hd = *rc::gen::elementOf(hds);
-  const uint64_t seed = gen_seed();
-  // Score scales: near-uniform with subnormal products (2^-70), ordinary, and spread over
-  // hundreds so that exps underflow (8, 40).
-  const float qs = *rc::gen::element(1.0f, 4.0f, 0x1p-70f, 8.0f, 40.0f);
-  const size_t n = static_cast<size_t>(a.pos0 + a.M);
-  a.q = fam_values(Fam::kPlain, static_cast<size_t>(a.M) * a.qd(), seed, qs);
-  a.k = fam_values(*rc::gen::element(Fam::kPlain, Fam::kCancel), n * a.kvd(), seed + 1);
-  a.v = fam_values(*gen_fam(), n * a.kvd(), seed + 2);
+  attn_values(a);
   return a;
 }
 
@@ -532,6 +538,65 @@ void attention_rows(const OpTable& t) {
   GATE_SAME(diff(all, static_cast<size_t>(i) * a.qd(), alone, 0, a.qd(), "row " + std::to_string(i) + " of M=" + std::to_string(a.M) + " vs alone"));
 }
 
+// A table's decode against its own prefill, on every path a kernel dispatches a decode to (the
+// other draws reach a head dim 1 case in 8 and a split decode seldom): each head dim of
+// kernels.hpp's dispatch list; the decoded query in the first key block (one block), past it
+// (two or three blocks: the cpu kernels' split path at 2+ threads) and past 512 keys (where
+// split-KV decode kernels commonly start: ggml's flash attention at 512 cache cells); decoded
+// alone at 1, 2 and 3 threads (the table's default when it has no set_threads), against its
+// row in one prefill call of its rows at 1 thread. Every case runs every path, so any case count
+// reaches them all.
+void attention_decode(const OpTable& t) {
+  const OpSet& s = *t.set;
+  const auto shape = *rc::gen::element(std::pair{1, 1}, std::pair{2, 1}, std::pair{3, 1}, std::pair{6, 2},
+                                       std::pair{9, 3});  // GQA groups 1-3 (the split path takes groups <= 6); 9/3: SmolLM2
+  const std::vector<int> threads = s.has_threads() ? std::vector<int>{1, 2, 3} : std::vector<int>{0};
+  constexpr int kB = cpu::kKeyBlock;
+  // [lo, hi) of the last row's position: the first key block, the second and third, just past 512
+  // keys (kept short: the cost of a case is mostly this prefill).
+  constexpr std::array<std::pair<int, int>, 3> kWhere = {std::pair{0, kB}, std::pair{kB, 3 * kB}, std::pair{512, 512 + kB}};
+  struct Path {
+    Attn a;
+    int r;        // the decoded row
+    Vec prefill;  // all rows in one call at 1 thread
+  };
+  std::vector<Path> paths;
+  if (threads[0] > 0) RC_ASSERT(s.set_threads(1));
+  for (const int hd : cpu::kAttentionCheckHeadDims)
+    for (const auto& [lo, hi] : kWhere) {
+      Path p;
+      p.a.heads = shape.first, p.a.kvh = shape.second, p.a.hd = hd;
+      p.a.M = *rc::gen::inRange(2, 6);
+      const int last = *rc::gen::inRange(std::max(lo, p.a.M - 1), hi);
+      p.a.pos0 = last - (p.a.M - 1);
+      attn_values(p.a);
+      p.r = *rc::gen::element(p.a.M - 1, *rc::gen::inRange(0, p.a.M - 1));  // the last row, or another
+      p.prefill = attention(s, p.a, 0, p.a.M);
+      paths.push_back(std::move(p));
+    }
+  // Each thread count set once: a table may rebuild its pool on set_threads.
+  for (const int th : threads) {
+    if (th > 0) RC_ASSERT(s.set_threads(th));
+    for (const Path& p : paths) {
+      const Attn& a = p.a;
+      note_attn(a, " decode of row " + std::to_string(p.r));
+      g_case["row"] = p.r;  // the decoded row (gate/c_snippet.cpp replays it)
+      const Vec alone = attention(s, a, p.r, 1);
+      const int pos = a.pos0 + p.r;
+      const std::string d = diff(alone, 0, p.prefill, static_cast<size_t>(p.r) * a.qd(), a.qd(),
+                                 fmt::format("head_dim {} decode at position {} ({} keys)", a.hd, pos, pos + 1) +
+                                     (th > 0 ? fmt::format(" at {} thread{}", th, th > 1 ? "s" : "") : std::string()) +
+                                     " vs its row in a prefill of " + std::to_string(a.M) + " rows from " +
+                                     std::to_string(a.pos0) + (th > 0 ? " at 1 thread" : ""));
+      if (!d.empty()) {
+        if (th > 0) s.set_threads(1);
+        RC_FAIL(d);
+      }
+    }
+  }
+  if (threads[0] > 0) s.set_threads(1);
+}
+
 void attention_threads(const OpTable& t) {
   const OpSet& s = *t.set;
   const Attn a = gen_attn(16);
@@ -621,6 +686,7 @@ const std::vector<OpProperty>& op_properties() {
       {"GT3.rope.bitwise", AKV_OP_ROPE, "accuracy", true, "the reference's operations on the one table, bit for bit (M6)", always, rope_bitwise},
       {"GT2.attention.start", AKV_OP_ATTENTION, "invariance", true, "a query's output does not depend on where its call starts", always, attention_start},
       {"GT2.attention.rows", AKV_OP_ATTENTION, "invariance", true, "a query's output does not depend on M or the other queries", always, attention_rows},
+      {"GT2.attention.decode", AKV_OP_ATTENTION, "invariance", true, "a query decoded alone at 1, 2 and 3 threads equals its row in a prefill, at every head dim of the dispatch list, in the first key block, past it and past 512 keys", always, attention_decode},
       {"GT2.attention.threads", AKV_OP_ATTENTION, "invariance", true, "the outputs at 2 and 3 threads equal those at 1", no_threads, attention_threads},
       {"GT2.attention.scratch", AKV_OP_ATTENTION, "invariance", true, "the outputs do not depend on the scratch contents", scratch_of(AKV_OP_ATTENTION), attention_scratch},
       {"GT3.attention.bound", AKV_OP_ATTENTION, "accuracy", true, "within B14 (the table's counts; a plugin's: any conforming kernel's) of the exact MPFR value", always, attention_bound},

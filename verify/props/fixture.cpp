@@ -77,6 +77,14 @@ std::unique_ptr<Backend> backend_for(const std::string& name, std::shared_ptr<co
   return b;
 }
 
+std::unique_ptr<Backend> backend_at_threads(const std::string& name, std::shared_ptr<const Model> model, int threads) {
+  if (threads > 0 && backend_knobs(name).threads) {
+    if (g_draws.each.empty()) g_draws.each.resize(1);
+    g_draws.each[g_next_draw % g_draws.each.size()].threads = threads;
+  }
+  return backend_for(name, std::move(model));
+}
+
 void build(Session& s, const gen::GenConversation& conv, const std::vector<size_t>& skip) {
   for (size_t i = 0; i < conv.spans.size(); ++i)
     if (!conv.spans[i].tokens.empty() && !std::binary_search(skip.begin(), skip.end(), i)) s.append(i, conv.spans[i].tokens);

@@ -28,6 +28,10 @@ using BackendFactory = std::function<std::unique_ptr<Backend>(std::shared_ptr<co
 /// unknown, Error(kBackendUnavailable) if this build or machine lacks it.
 std::unique_ptr<Backend> backend_for(const std::string& name, std::shared_ptr<const Model> model);
 
+/// backend_for with `threads` in place of the draw's (recorded so in used_backend_draws) when
+/// the backend has threads (backend_knobs) and threads > 0; as backend_for otherwise.
+std::unique_ptr<Backend> backend_at_threads(const std::string& name, std::shared_ptr<const Model> model, int threads);
+
 /// Sets the factory backend_for uses (null: by name); the harness sets it per property run.
 void set_backend_factory(BackendFactory f);
 

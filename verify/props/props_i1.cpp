@@ -1,7 +1,12 @@
 // I1 (spec/theorems.md): a token's K, V and logits depend on the token sequence up to it and
 // nothing else: not the chunking into calls, not scratch contents, not earlier work.
+#include <fmt/format.h>
+
 #include <limits>
 
+#include "optimized/cpu/kernels.hpp"
+#include "reference/synthetic_spec.hpp"
+#include "runtime/models.hpp"
 #include "verify/props/bits.hpp"
 #include "verify/props/draw.hpp"
 #include "verify/props/fixture.hpp"
@@ -79,6 +84,48 @@ void earlier_work(const Context& ctx) {
   RC_ASSERT(state_diff(mine, alone) == std::string());
 }
 
+// Every decode path of the kernels' dispatch inside a whole model: per head dim of the
+// dispatch list (kernels.hpp kAttentionCheckHeadDims) a drawn one-layer shape with that head
+// dim (GQA groups 1-3) and 65-80 tokens, run token by token around both ends of the first key
+// block (one decode in it, the last 1-3 past it: the cpu backend's split path at 2+ threads) at
+// 1, 2 and 3 threads, against one call of all the tokens at 1 thread: the same cache and logit
+// rows. The drawn shapes of the other properties reach a head dim about one case in 24 and a
+// split decode seldom; every case here runs every path.
+void decode_paths(const Context& ctx) {
+  const bool threads = (ctx.knobs ? *ctx.knobs : backend_knobs(ctx.backend)).threads;
+  const uint64_t seed = *rc::gen::inRange<uint64_t>(1, 1001);
+  for (const int hd : cpu::kAttentionCheckHeadDims) {
+    Config c = config_by_name("tiny");
+    c.hidden = *rc::gen::inRange(4, 17);
+    c.n_layers = 1;
+    c.n_kv_heads = *rc::gen::inRange(1, 3);
+    c.n_heads = c.n_kv_heads * *rc::gen::inRange(1, 4);
+    c.head_dim = hd;
+    c.ffn = *rc::gen::inRange(4, 25);
+    const gen::ModelChoice mc{synthetic_spec(c), seed};
+    const size_t n = *rc::gen::inRange<size_t>(cpu::kKeyBlock + 1, cpu::kKeyBlock + 17);
+    const size_t first = *rc::gen::inRange<size_t>(1, cpu::kKeyBlock), last = *rc::gen::inRange<size_t>(1, 4);
+    gen::GenConversation conv;
+    conv.spans.push_back({gen::Role::kUser, *rc::gen::container<std::vector<Token>>(n, gen::token())});
+    // prefill [0, first), decode `first`, prefill up to the last `last` tokens, decode each of them
+    std::vector<size_t> lengths{first, 1, n - first - 1 - last};
+    lengths.insert(lengths.end(), last, 1);
+    note_case({mc, conv, {}, fmt::format("I1: head_dim {} token by token at {} and from {} (1, 2, 3 threads) vs one call", hd, first, n - last), {}});
+    // Built for this case alone (model_for would keep every drawn shape, and its RoPE table rows, for
+    // the whole process).
+    const std::shared_ptr<const Model> model = load_model(mc.config, mc.seed).model;
+    const check::Run one = run_chunked(*backend_at_threads(ctx.backend, model, 1), conv.spans[0].tokens, {n});
+    for (const int t : threads ? std::vector<int>{1, 2, 3} : std::vector<int>{0}) {
+      const check::Run run = run_chunked(*backend_at_threads(ctx.backend, model, t), conv.spans[0].tokens, lengths);
+      const std::string where = fmt::format("head_dim {}, decodes at {} and from {}{}", hd, first, n - last,
+                                            t > 0 ? fmt::format(" at {} thread{}", t, t > 1 ? "s" : "") : "");
+      const std::string cache = cache_diff(run.cache, one.cache);
+      if (!cache.empty()) RC_FAIL(where + " vs one call: " + cache);
+      if (!same_bits(run.logits, one.logits)) RC_FAIL(where + " vs one call: logit rows differ");
+    }
+  }
+}
+
 }  // namespace
 
 void add_i1_properties(std::vector<PropertyDef>& v) {
@@ -86,6 +133,10 @@ void add_i1_properties(std::vector<PropertyDef>& v) {
                "one call, one call per span, random cuts and token by token give the same cache and logit rows", chunkings});
   v.push_back({"I1_PropInvariance", "PoisonedScratch", "results do not depend on scratch contents (NaN, 3e38, -0)",
                poisoned_scratch});
+  v.push_back({"I1_PropInvariance", "DecodePaths",
+               "every head dim of the dispatch list, decoded token by token in the first key block and past it at 1, 2 "
+               "and 3 threads, equals one call",
+               decode_paths});
   v.push_back({"I1_PropInvariance", "EarlierWork",
                "results do not depend on an unrelated session served before or interleaved on the same backend",
                earlier_work});
