@@ -155,8 +155,9 @@ Cut cut_of(const EncodedConversation& enc, const std::set<size_t>& doomed) {
 // "K of layer 2, entry 17, index 3: nan" for the first non-finite value of the cache, or "".
 std::string cache_non_finite(const KVCache& c) {
   const size_t n = c.size() * static_cast<size_t>(c.kv_dim());
+  std::vector<float> kb, vb;  // a typed cache's values as attention reads them (S8)
   for (int l = 0; l < c.n_layers(); ++l)
-    for (const auto& [name, data] : {std::pair{"K", c.k(l)}, std::pair{"V", c.v(l)}})
+    for (const auto& [name, data] : {std::pair{"K", c.k_rows(l, 0, c.size(), kb)}, std::pair{"V", c.v_rows(l, 0, c.size(), vb)}})
       if (const size_t i = first_non_finite({data, n}); i < n)
         return fmt::format("{} of layer {}, entry {}, index {}: {}", name, l, i / c.kv_dim(), i % c.kv_dim(), data[i]);
   return {};

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "optimized/cpu/kernels.hpp"
+#include "optimized/cpu/kv_rows_impl.hpp"
 #include "reference/exp.hpp"
 
 namespace akv::cpu::impl {
@@ -745,12 +746,13 @@ void attention_lanes(const AttnArgs& a) {
   for (int s = 0; s < n_states; ++s) std::fill_n(out_of(s), hd, 0.0f);
   const int n_last = a.pos + a.rows;  // keys of the last token
   for (int b0 = 0; b0 < n_last; b0 += kKeyBlock) {
-    const float* kb = a.k + static_cast<size_t>(b0) * a.stride;
-    const float* vb = a.v + static_cast<size_t>(b0) * a.stride;
     auto nb_of = [&](int s) { return s < n_states ? std::max(0, std::min(kKeyBlock, a.pos + s / G + 1 - b0)) : 0; };
     const int nb_max = nb_of(n_states - 1);
+    int ks, vs;  // the rows as float32 (K16): the cache's, or a typed cache's converted
+    const float* kb = key_rows<S>(a, b0, nb_max, ks);
+    const float* vb = value_rows<S>(a, b0, nb_max, vs);
     for (int s = 0; s < es; ++s) nbf[s] = static_cast<float>(nb_of(s));
-    lane_block_scores<S, C>(qt, es, nv, kb, a.stride, nb_max, e);
+    lane_block_scores<S, C>(qt, es, nv, kb, ks, nb_max, e);
     for (int v = 0; v < nv; ++v) {
       bool full = true;  // every state of the lane set has all nb_max keys
       for (int s = v * kLanes; s < std::min(n_states, (v + 1) * kLanes); ++s) full = full && nb_of(s) == nb_max;
@@ -759,7 +761,7 @@ void attention_lanes(const AttnArgs& a) {
       if (full) lane_softmax<S, true>(ev, es, nb_max, nbv, a.scale, m + v * kLanes, l + v * kLanes, alpha + v * kLanes);
       else lane_softmax<S, false>(ev, es, nb_max, nbv, a.scale, m + v * kLanes, l + v * kLanes, alpha + v * kLanes);
     }
-    accumulate_item<S>(n_states, nb_of, out_of, vb, a.stride, e, 1, es, alpha, hd);
+    accumulate_item<S>(n_states, nb_of, out_of, vb, vs, e, 1, es, alpha, hd);
   }
   for (int s = 0; s < n_states; ++s) {
     float* out = out_of(s);
@@ -822,15 +824,16 @@ void attention(const AttnArgs& a) {
   }
   const int n_last = a.pos + a.rows;  // keys of the last token
   for (int b0 = 0; b0 < n_last; b0 += kKeyBlock) {
-    const float* kb = a.k + static_cast<size_t>(b0) * a.stride;
-    const float* vb = a.v + static_cast<size_t>(b0) * a.stride;
     auto nb_of = [&](int s) { return std::max(0, std::min(kKeyBlock, a.pos + s / G + 1 - b0)); };
     const int nb_max = nb_of(n_states - 1);
+    int ks, vs;  // the rows as float32 (K16): the cache's, or a typed cache's converted
+    const float* kb = key_rows<S>(a, b0, nb_max, ks);
+    const float* vb = value_rows<S>(a, b0, nb_max, vs);
     const uint8_t* mb = a.mask != nullptr ? a.mask + b0 : nullptr;  // this block's mask bytes (L3)
     for (int j0 = 0; j0 < nb_max; j0 += kChunk)
       for (int s = 0; s < n_states; ++s) {
         const int j1 = std::min(j0 + kChunk, nb_of(s));
-        if (j1 > j0) scores<S>(q_of(s), kb, a.stride, hd, e[s], j0, j1);
+        if (j1 > j0) scores<S>(q_of(s), kb, ks, hd, e[s], j0, j1);
       }
     for (int s = 0; s < n_states;) {  // runs of up to 4 states with the same key count
       const int nb = nb_of(s);
@@ -848,7 +851,7 @@ void attention(const AttnArgs& a) {
       }
       s += u;
     }
-    accumulate_item<S>(n_states, nb_of, out_of, vb, a.stride, &e[0][0], kKeyBlock, 1, alpha, hd);
+    accumulate_item<S>(n_states, nb_of, out_of, vb, vs, &e[0][0], kKeyBlock, 1, alpha, hd);
   }
   for (int s = 0; s < n_states; ++s) {
     float* out = out_of(s);
@@ -881,10 +884,11 @@ void attention_split_scores(const AttnArgs& a, int b0, int b1, float* s, float* 
   const typename S::V vs = S::set1(a.scale);
   for (int b = b0; b < b1; ++b) {
     const int k0 = b * kKeyBlock, nb = std::min(kKeyBlock, n_keys - k0);
-    const float* kb = a.k + static_cast<size_t>(k0) * a.stride;
+    int ks;
+    const float* kb = key_rows<S>(a, k0, nb, ks);  // K16
     for (int j0 = 0; j0 < nb; j0 += kChunk)  // the chunk's cache rows read once for the group
       for (int h = 0; h < G; ++h)
-        scores<S>(a.q + static_cast<size_t>(h) * hd, kb, a.stride, hd, s + h * ss + k0, j0, std::min(j0 + kChunk, nb));
+        scores<S>(a.q + static_cast<size_t>(h) * hd, kb, ks, hd, s + h * ss + k0, j0, std::min(j0 + kChunk, nb));
     for (int h = 0; h < G; ++h) {
       float* e = s + h * ss + k0;
       int j = 0;
@@ -943,13 +947,14 @@ void attention_split_values(const AttnArgs& a, int b0, int b1, float* s, const f
       outs[h] = accb + (static_cast<size_t>(h) * nbk + b) * hd;
       es[h] = e;
     }
-    const float* vb = a.v + static_cast<size_t>(k0) * a.stride;
+    int vs;
+    const float* vb = value_rows<S>(a, k0, nb, vs);  // K16
     for (int h0 = 0; h0 < G;) {  // as accumulate_states: the runs share each v_p load
       const int u = hd == 128 ? std::min(2, G - h0) : (hd == 64 && S::kTileBudget < 24) ? std::min(4, G - h0) : G - h0;
       switch (hd) {
-        case 32: split_accumulate<S, 2>(u, outs + h0, vb, a.stride, es + h0, nb); break;
-        case 64: split_accumulate<S, 4>(u, outs + h0, vb, a.stride, es + h0, nb); break;
-        default: split_accumulate<S, 8>(u, outs + h0, vb, a.stride, es + h0, nb); break;  // 128: u <= 2
+        case 32: split_accumulate<S, 2>(u, outs + h0, vb, vs, es + h0, nb); break;
+        case 64: split_accumulate<S, 4>(u, outs + h0, vb, vs, es + h0, nb); break;
+        default: split_accumulate<S, 8>(u, outs + h0, vb, vs, es + h0, nb); break;  // 128: u <= 2
       }
       h0 += u;
     }
@@ -981,7 +986,7 @@ void attention_split_fold(const AttnArgs& a, const float* mb, const float* lb, c
 template <class S>
 Kernels table(Isa isa) {
   return Kernels{isa,       &matmul<S>, &dot<S>, &rmsnorm<S>, &rope<S>, &attention<S>, &swiglu<S>, &add<S>, &exp<S>,
-                 &attention_split_scores<S>, &attention_split_values<S>, &attention_split_fold<S>};
+                 &attention_split_scores<S>, &attention_split_values<S>, &attention_split_fold<S>, &kv_encode<S>};
 }
 
 }  // namespace akv::cpu::impl
