@@ -76,6 +76,7 @@ Command add_witness(CLI::App& app) {
   add_model_option(w, a->opt.model);
   w->add_option("--seed", a->opt.seed, "Weight seed")->capture_default_str()->check(decimal(0, UINT64_MAX));
   add_backend_options(w, a->opt.backend, a->opt.backend_options);
+  add_kv_type_option(w, a->opt.kv_type);
   w->add_option("--policy", a->policy, "Eviction policy: " + names_help(policy_names()) + " (spec/leakage.md; exact is akv's, only it can pass)")
       ->capture_default_str()
       ->check(nonempty());

@@ -256,6 +256,7 @@ WitnessReport run_witness(const Conversation& conv, const WitnessOptions& opt, c
   const BackendDescription desc = backend_p->describe();
   r.backend = desc.name;
   r.isa = describe_isa_threads(desc);
+  r.kv_type = kv_type_name(opt.kv_type);
   r.seed = opt.seed;
   r.evicted.assign(doomed.begin(), doomed.end());
   r.redacted = plan.counts;
@@ -264,7 +265,7 @@ WitnessReport run_witness(const Conversation& conv, const WitnessOptions& opt, c
   r.ignored_fields.insert(r.ignored_fields.end(), enc.ignored.begin(), enc.ignored.end());  // the template's (CT6)
 
   // The poisoned session, message by message: span id = message index.
-  Session poisoned(*backend_p);
+  Session poisoned(*backend_p, opt.kv_type);
   auto t0 = Clock::now();
   build_session(poisoned, enc, {}, opt.logit_rows, opt.progress, "poisoned run");
   r.ms_build_poisoned = ms_since(t0);
@@ -306,7 +307,7 @@ WitnessReport run_witness(const Conversation& conv, const WitnessOptions& opt, c
       prefix_kept && r.prefix_entries_rewritten == 0 && cache_prefix_sha256(cache, cut.first) == prefix_before;
 
   // The never-shown session.
-  Session never(*backend_n);
+  Session never(*backend_n, opt.kv_type);
   t0 = Clock::now();
   build_session(never, plan.never, plan.never_skip, opt.logit_rows, opt.progress, "never-shown run");
   r.ms_build_never = ms_since(t0);
@@ -365,7 +366,7 @@ WitnessReport run_witness(const Conversation& conv, const WitnessOptions& opt, c
     backend_c->set_scratch_poison(std::numeric_limits<float>::quiet_NaN());
     const BackendDescription dc = backend_c->describe();
     r.cross_config = describe_isa_threads(dc) + ", scratch NaN";
-    Session cross(*backend_c);
+    Session cross(*backend_c, opt.kv_type);
     t0 = Clock::now();
     build_session(cross, plan.never, plan.never_skip, opt.logit_rows, opt.progress, "never-shown run again");
     r.ms_build_cross = ms_since(t0);
@@ -416,6 +417,7 @@ nlohmann::json to_json(const WitnessReport& r) {
       {"tokens_preamble", r.tokens_preamble},
       {"backend", r.backend},
       {"isa", r.isa},
+      {"kv_type", r.kv_type},
       {"seed", r.seed},
       {"messages", r.messages},
       {"evicted", r.evicted},
@@ -460,8 +462,9 @@ nlohmann::json to_json(const WitnessReport& r) {
 std::string to_text(const WitnessReport& r) {
   std::string s;
   const std::string src = r.model_source.rfind("synthetic", 0) == 0 ? fmt::format("seed {}", r.seed) : r.model_source;
-  s += fmt::format("model {} ({}), backend {}{}: {} messages, {} tokens; {}\n", r.model, src, r.backend,
-                   r.isa.empty() ? "" : " (" + r.isa + ")", r.messages, r.tokens_poisoned, edit_line(r));
+  s += fmt::format("model {} ({}), backend {}{}{}: {} messages, {} tokens; {}\n", r.model, src, r.backend,
+                   r.isa.empty() ? "" : " (" + r.isa + ")", r.kv_type == "f32" ? "" : ", cache " + r.kv_type, r.messages,
+                   r.tokens_poisoned, edit_line(r));
   if (r.policy != "exact")
     s += fmt::format("  policy {} (spec/leakage.md): compared after both read the {}-token reply prompt\n", r.policy,
                      r.tokens_probe);

@@ -36,7 +36,7 @@ void prefix_untouched(const Context& ctx) {
   RC_PRE(!ids.empty());
   auto model = model_for(c.model);
   auto b = backend_for(ctx.backend, model);
-  Session s(*b);
+  Session s(*b, c.model.kv);
   build(s, c.conv);
   const Expected e = expected(c.conv, req.spans);
   const std::vector<unsigned char> before = prefix_bytes(s.cache(), e.first);
@@ -60,7 +60,7 @@ void cost_is_survivors(const Context& ctx) {
   RC_PRE(!ids.empty());
   auto model = model_for(c.model);
   auto b = backend_for(ctx.backend, model);
-  Session s(*b);
+  Session s(*b, c.model.kv);
   build(s, c.conv);
   const Expected e = expected(c.conv, req.spans);
   const uint64_t counter = s.tokens_recomputed(), written = s.cache().entries_written();
