@@ -151,6 +151,8 @@ struct Kernels {
   void (*attention_split_fold)(const AttnArgs& a, const float* mb, const float* lb, const float* accb);
   /// A K or V row x (n,) stored as type t into out: kv_encode_row's bytes (spec/state.md S6, S7).
   void (*kv_encode)(KvType t, const float* x, int n, uint8_t* out);
+  /// A stored row of n values as float32, as attention reads it (S8, K16): kv_decode_row's values.
+  void (*kv_decode)(KvType t, const uint8_t* in, int n, float* out);
 };
 
 /// n_blocks of the split phases above: the key blocks ceil((pos + 1) / kKeyBlock) of item `a`.

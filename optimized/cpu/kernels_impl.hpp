@@ -986,7 +986,8 @@ void attention_split_fold(const AttnArgs& a, const float* mb, const float* lb, c
 template <class S>
 Kernels table(Isa isa) {
   return Kernels{isa,       &matmul<S>, &dot<S>, &rmsnorm<S>, &rope<S>, &attention<S>, &swiglu<S>, &add<S>, &exp<S>,
-                 &attention_split_scores<S>, &attention_split_values<S>, &attention_split_fold<S>, &kv_encode<S>};
+                 &attention_split_scores<S>, &attention_split_values<S>, &attention_split_fold<S>, &kv_encode<S>,
+                 &kv_decode<S>};
 }
 
 }  // namespace akv::cpu::impl

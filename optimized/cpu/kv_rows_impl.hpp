@@ -84,6 +84,13 @@ const float* value_rows(const AttnArgs& a, int k0, int nb, int& stride) {
   return kv_rows<S, true>(a, k0, nb, stride);
 }
 
+// A stored row of n values as float32 (S8): the conversion attention reads rows through.
+template <class S>
+void kv_decode(KvType t, const uint8_t* in, int n, float* out) {
+  if (t == KvType::kF32) return kv_decode_row(t, in, n, out);
+  kv_row_to_float<S>(t, in, n, out);
+}
+
 // A row x (n,) stored as type t into out (S6, S7): kv_encode_row's bytes. f16 by S::to_f16
 // (round to nearest even, as float_to_half_bits); q8_0 by the reference's one block quantizer.
 template <class S>
