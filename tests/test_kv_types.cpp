@@ -17,6 +17,7 @@
 #include "optimized/cpu/kernels.hpp"
 #include "reference/error.hpp"
 #include "reference/kv_types.hpp"
+#include "reference/ops.hpp"
 #include "reference/session.hpp"
 #include "reference/stored_weights.hpp"
 #include "verify/backends.hpp"
@@ -100,6 +101,9 @@ std::vector<float> q8_sweep() {
   }
   return v;
 }
+
+// decode(encode(x)) written out here, independent of verify/bounds' helper.
+std::vector<float> bounds_free_round_trip(KvType t, const std::vector<float>& x) { return decode(t, encode(t, x), static_cast<int>(x.size())); }
 
 bool has_f16c() {
   unsigned a, b, c, d;
@@ -305,6 +309,62 @@ TEST(S7_Q8_0, ANonFiniteOrOutOfRangeProductStoresZero) {
   EXPECT_EQ(b[0] | (b[1] << 8), 0);  // the binary16 scale underflows to 0
   for (int j = 0; j < 32; ++j) EXPECT_EQ(b[2 + j], 0) << j;
   for (float v : decode(KvType::kQ8_0, b, 32)) EXPECT_EQ(v, 0.0f);
+}
+
+// ---- S8: a typed session is the f32 model on the rows as stored
+
+TEST(S8_ReadBack, ATypedSessionIsM11OnRowsRoundedWhenWrittenAndReadExactly) {
+  // M11 written out with the ops of reference/ops.hpp, keeping every K and V row as the float32
+  // values kv_round_trip gives (S6/S7 on write, S8 on read): the reference backend's typed
+  // session must give these logits bit for bit, token after token.
+  auto m = load_model("synthetic:hidden=32,layers=2,heads=2,kv_heads=1,head_dim=32,ffn=64,vocab=288", 3).model;
+  const Config& c = m->config;
+  const int d = c.hidden, hd = c.head_dim, kvd = c.kv_dim(), qd = c.q_dim();
+  const std::vector<Token> toks = check::tokens(70, 4, c.vocab);
+  for (KvType t : {KvType::kF16, KvType::kQ8_0}) {
+    auto ref = make_backend("reference", m);
+    Session s(*ref, t);
+    std::vector<std::vector<float>> K(c.n_layers), V(c.n_layers);  // (pos, kv_dim) as read back
+    for (size_t pos = 0; pos < toks.size(); ++pos) {
+      std::vector<float> x(m->weights.tok_emb.begin() + static_cast<ptrdiff_t>(toks[pos]) * d,
+                           m->weights.tok_emb.begin() + static_cast<ptrdiff_t>(toks[pos] + 1) * d);
+      std::vector<float> xb(d), q(qd), k(kvd), v(kvd), att(qd), h1(c.ffn), h3(c.ffn), scratch(pos + 1);
+      for (int l = 0; l < c.n_layers; ++l) {
+        const auto& w = m->weights.layers[l];
+        ref::rmsnorm(xb.data(), x.data(), w.attn_norm.data(), d, c.rms_eps);
+        ref::matmul(q.data(), xb.data(), w.wq.data(), d, qd);
+        ref::matmul(k.data(), xb.data(), w.wk.data(), d, kvd);
+        ref::matmul(v.data(), xb.data(), w.wv.data(), d, kvd);
+        ref::rope(q.data(), c.n_heads, hd, m->rope->cos_at(static_cast<int>(pos)), m->rope->sin_at(static_cast<int>(pos)));
+        ref::rope(k.data(), c.n_kv_heads, hd, m->rope->cos_at(static_cast<int>(pos)), m->rope->sin_at(static_cast<int>(pos)));
+        const std::vector<float> kr = bounds_free_round_trip(t, k), vr = bounds_free_round_trip(t, v);
+        K[l].insert(K[l].end(), kr.begin(), kr.end());
+        V[l].insert(V[l].end(), vr.begin(), vr.end());
+        for (int h = 0; h < c.n_heads; ++h) {
+          const size_t g = static_cast<size_t>(h / (c.n_heads / c.n_kv_heads)) * hd;
+          ref::attention_head(att.data() + static_cast<size_t>(h) * hd, q.data() + static_cast<size_t>(h) * hd, K[l].data() + g,
+                              V[l].data() + g, static_cast<int>(pos + 1), kvd, hd, scratch.data());
+        }
+        ref::matmul(xb.data(), att.data(), w.wo.data(), qd, d);
+        ref::add_inplace(x.data(), xb.data(), d);
+        ref::rmsnorm(xb.data(), x.data(), w.ffn_norm.data(), d, c.rms_eps);
+        ref::matmul(h1.data(), xb.data(), w.w1.data(), d, c.ffn);
+        ref::matmul(h3.data(), xb.data(), w.w3.data(), d, c.ffn);
+        ref::swiglu(h1.data(), h1.data(), h3.data(), c.ffn);
+        ref::matmul(xb.data(), h1.data(), w.w2.data(), c.ffn, d);
+        ref::add_inplace(x.data(), xb.data(), d);
+      }
+      std::vector<float> logits(c.vocab);
+      ref::rmsnorm(xb.data(), x.data(), m->weights.final_norm.data(), d, c.rms_eps);
+      ref::matmul(logits.data(), xb.data(), classifier(m->weights).data(), d, c.vocab);
+      const std::vector<float> got = s.append(pos, std::vector<Token>{toks[pos]});
+      ASSERT_TRUE(same_bits(got, logits)) << kv_type_name(t) << " position " << pos;
+    }
+    // And the cache's rows read back are those values.
+    std::vector<float> buf;
+    for (int l = 0; l < c.n_layers; ++l)
+      ASSERT_EQ(std::memcmp(s.cache().k_rows(l, 0, toks.size(), buf), K[l].data(), K[l].size() * 4), 0) << kv_type_name(t);
+  }
 }
 
 // ---- K16 / S6-S8 per ISA: the kernels' encoder and decoder are the reference's, bit for bit
