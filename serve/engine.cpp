@@ -105,8 +105,9 @@ std::string utf8_text(const std::string& bytes) {
 
 Engine::Engine(LoadedModel lm, std::unique_ptr<Backend> backend, EngineOptions opt)
     : lm_(std::move(lm)), backend_(std::move(backend)), desc_(backend_->describe()), opt_(std::move(opt)),
-      guard_(opt_.guard), store_(opt_.cache_budget, bytes_per_token()) {
+      guard_(opt_.guard), store_(opt_.cache_budget, bytes_per_token(), opt_.kv_type) {
   if (opt_.parallel < 1) throw Error(ErrorCode::kBadInput, "--parallel must be >= 1");
+  check_backend_kv_type(*backend_, opt_.kv_type);  // before any session: --kv-type the backend runs
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -121,8 +122,7 @@ Engine::~Engine() {
 
 size_t Engine::bytes_per_token() const {
   const Config& c = lm_.model->config;
-  return size_t{2} * static_cast<size_t>(c.n_layers) * static_cast<size_t>(c.n_kv_heads) * static_cast<size_t>(c.head_dim) *
-         sizeof(float);
+  return size_t{2} * static_cast<size_t>(c.n_layers) * kv_row_bytes(opt_.kv_type, c.kv_dim());  // K and V rows as stored (S5)
 }
 
 size_t Engine::load() const {

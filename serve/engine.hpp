@@ -28,6 +28,7 @@ struct EngineOptions {
   int parallel = 4;                        // requests decoded together
   size_t queue = 64;                       // requests waiting beyond those; more: 429 (SV6)
   size_t cache_budget = size_t{2} << 30;   // bytes of K/V kept by idle sessions (LRU)
+  KvType kv_type = KvType::kF32;           // every session's cache type (spec/state.md S5), fixed for the server's life
   size_t default_max_tokens = 256;         // when a request names no max_tokens
   /// The guard (SV7): a tool message it flags is dropped from the request (evicted from its
   /// session) and reported.

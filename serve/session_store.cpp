@@ -61,7 +61,7 @@ ServedSession* SessionStore::create(Backend& backend, std::string id) {
     s->flagged = std::move(k->second.flagged);
     kept_.erase(k);
   }
-  s->session = std::make_unique<Session>(backend);
+  s->session = std::make_unique<Session>(backend, kv_);
   s->busy = true;
   s->last_use = ++clock_;
   ServedSession* raw = s.get();

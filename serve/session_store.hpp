@@ -50,7 +50,9 @@ SyncPlan plan_sync(const std::vector<std::vector<Token>>& have, const std::vecto
 /// Sessions under a byte budget. Not thread-safe: the engine's lock guards it.
 class SessionStore {
  public:
-  SessionStore(size_t budget_bytes, size_t bytes_per_token) : budget_(budget_bytes), per_token_(bytes_per_token) {}
+  /// Sessions are made with caches of type `kv` (spec/state.md S5); bytes_per_token is theirs.
+  SessionStore(size_t budget_bytes, size_t bytes_per_token, KvType kv = KvType::kF32)
+      : budget_(budget_bytes), per_token_(bytes_per_token), kv_(kv) {}
   /// The session named `id` when cached and idle; else, with `id` empty, the idle session whose
   /// spans share the longest token prefix with `want` (at least one whole span); else nullptr.
   ServedSession* find(const std::string& id, const std::vector<std::vector<Token>>& want);
@@ -68,6 +70,7 @@ class SessionStore {
 
  private:
   size_t budget_, per_token_;
+  KvType kv_;
   uint64_t clock_ = 0, next_id_ = 1;
   std::map<std::string, std::unique_ptr<ServedSession>> sessions_;
   std::map<std::string, KeptSession> kept_;

@@ -108,9 +108,8 @@ rc::Gen<ModelChoice> model_choice_typed(const Profile& p, const std::vector<KvTy
     std::vector<int> dims;  // the cpu kernels' head dims that hold whole Q8_0 blocks
     for (int h : cpu::kAttentionPathHeadDims)
       if (h % kKvQ8Block == 0) dims.push_back(h);
-    auto config = rc::gen::weightedOneOf<std::string>({{1, rc::gen::just<std::string>("small")}, {3, synthetic_shape(dims)}});
     auto seed = rc::gen::inRange<uint64_t>(1, pc.max_seed + 1);
-    return rc::gen::apply([t](std::string c, uint64_t s) { return ModelChoice{std::move(c), s, t}; }, config, seed);
+    return rc::gen::apply([t](std::string c, uint64_t s) { return ModelChoice{std::move(c), s, t}; }, synthetic_shape(dims), seed);
   });
 }
 

@@ -27,8 +27,8 @@ rc::Gen<GenConversation> conversation(const Profile& p, size_t budget, size_t mi
 rc::Gen<ModelChoice> model_choice(const Profile& p);
 
 /// A model choice with a cache type drawn from `types` (spec/state.md S5): f16 on model_choice's
-/// models; q8_0, which needs a head_dim multiple of 32 (check_kv_type), on small or on a
-/// synthetic shape with head_dim 32, 64 or 128 (the cpu kernels' paths).
+/// models; q8_0, which needs a head_dim multiple of 32 (check_kv_type), on a synthetic shape
+/// with head_dim 32, 64 or 128 (the cpu kernels' paths).
 rc::Gen<ModelChoice> model_choice_typed(const Profile& p, const std::vector<KvType>& types);
 
 /// A small synthetic shape (spec/model.md M12) as its spec string: hidden 4-64, layers 1-3,
