@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "optimized/cpu/kernels.hpp"
+#include "optimized/cpu/attention_decode_impl.hpp"
 #include "optimized/cpu/kv_rows_impl.hpp"
 #include "reference/exp.hpp"
 
@@ -878,26 +879,15 @@ void attention(const AttnArgs& a) {
 
 template <class S>
 void attention_split_scores(const AttnArgs& a, int b0, int b1, float* s, float* mb) {
-  constexpr int kChunk = 8;
-  const int hd = a.head_dim, G = a.group, nbk = split_blocks(a), n_keys = a.pos + 1;
+  const int G = a.group, nbk = split_blocks(a), n_keys = a.pos + 1;
   const size_t ss = static_cast<size_t>(nbk) * kKeyBlock;
-  const typename S::V vs = S::set1(a.scale);
   for (int b = b0; b < b1; ++b) {
     const int k0 = b * kKeyBlock, nb = std::min(kKeyBlock, n_keys - k0);
     int ks;
     const float* kb = key_rows<S>(a, k0, nb, ks);  // K16
-    for (int j0 = 0; j0 < nb; j0 += kChunk)  // the chunk's cache rows read once for the group
-      for (int h = 0; h < G; ++h)
-        scores<S>(a.q + static_cast<size_t>(h) * hd, kb, ks, hd, s + h * ss + k0, j0, std::min(j0 + kChunk, nb));
-    for (int h = 0; h < G; ++h) {
-      float* e = s + h * ss + k0;
-      int j = 0;
-      for (; j + kLanes <= nb; j += kLanes) S::store(e + j, S::mul(S::load(e + j), vs));
-      for (; j < nb; ++j) e[j] = e[j] * a.scale;
-      float m = e[0];
-      for (j = 1; j < nb; ++j) m = m < e[j] ? e[j] : m;
-      mb[h * nbk + b] = m;
-    }
+    float m[kDecodeHeads];  // the heads share each key load and run their max chains side by side
+    decode_block_scores<S>(a, kb, ks, nb, s + k0, ss, m);
+    for (int h = 0; h < G; ++h) mb[h * nbk + b] = m[h];
   }
 }
 
@@ -941,12 +931,12 @@ void attention_split_values(const AttnArgs& a, int b0, int b1, float* s, const f
       const typename S::V vm = S::set1(m_new);
       for (; j + kLanes <= nb; j += kLanes) S::store(e + j, S::exp(S::sub(S::load(e + j), vm)));
       for (; j < nb; ++j) e[j] = akv::exp(e[j] - m_new);
-      float l = 0.0f;
-      for (j = 0; j < nb; ++j) l = l + e[j];
-      lb[h * nbk + b] = l;
       outs[h] = accb + (static_cast<size_t>(h) * nbk + b) * hd;
       es[h] = e;
     }
+    float l[kDecodeHeads];  // the heads' l_b chains side by side
+    decode_block_sums(G, es, nb, l);
+    for (int h = 0; h < G; ++h) lb[h * nbk + b] = l[h];
     int vs;
     const float* vb = value_rows<S>(a, k0, nb, vs);  // K16
     for (int h0 = 0; h0 < G;) {  // as accumulate_states: the runs share each v_p load
