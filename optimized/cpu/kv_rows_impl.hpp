@@ -58,6 +58,20 @@ inline void kv_row_to_float(KvType t, const uint8_t* row, int hd, float* out) {
   }
 }
 
+// nb rows of head_dim 16*C from base (row_bytes apart) as float32 into out (nb, 16*C): the loop
+// of kv_row_to_float with every bound a constant (the head dims of kAttentionPathHeadDims).
+template <class S, int C>
+void kv_rows_to_float(KvType t, const uint8_t* base, size_t row_bytes, int nb, float* out) {
+  constexpr int hd = C * kLanes;
+  if (t == KvType::kF16) {
+    for (int p = 0; p < nb; ++p, base += row_bytes, out += hd)
+      for (int c = 0; c < C; ++c) S::store(out + c * kLanes, S::f16(base + 2 * c * kLanes));
+  } else {
+    for (int p = 0; p < nb; ++p, base += row_bytes, out += hd)
+      for (int b = 0; b < hd / kKvQ8Block; ++b) q8_0_block<S>(base + b * kKvQ8BlockBytes, out + b * kKvQ8Block);
+  }
+}
+
 // Rows [k0, k0 + nb) of item a's keys (values: kValues) as float32, row p at the result + p *
 // stride: the cache's own rows for f32 (stride a.stride), else the typed rows converted into
 // this thread's buffer (stride head_dim). The buffer is reused by the next call on the thread.
@@ -71,7 +85,13 @@ const float* kv_rows(const AttnArgs& a, int k0, int nb, int& stride) {
   stride = hd;
   float* out = kv_scratch<S>(kValues ? 1 : 0, static_cast<size_t>(std::max(nb, 1)) * hd);
   const uint8_t* base = (kValues ? a.vq : a.kq) + static_cast<size_t>(k0) * a.row_bytes;
-  for (int p = 0; p < nb; ++p) kv_row_to_float<S>(a.kv, base + static_cast<size_t>(p) * a.row_bytes, hd, out + static_cast<size_t>(p) * hd);
+  switch (hd) {
+    case 32: kv_rows_to_float<S, 2>(a.kv, base, a.row_bytes, nb, out); break;
+    case 64: kv_rows_to_float<S, 4>(a.kv, base, a.row_bytes, nb, out); break;
+    case 128: kv_rows_to_float<S, 8>(a.kv, base, a.row_bytes, nb, out); break;
+    default:
+      for (int p = 0; p < nb; ++p) kv_row_to_float<S>(a.kv, base + static_cast<size_t>(p) * a.row_bytes, hd, out + static_cast<size_t>(p) * hd);
+  }
   return out;
 }
 
