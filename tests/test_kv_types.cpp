@@ -458,6 +458,7 @@ TEST_P(K16_TypedRows, AttentionEqualsTheF32KernelOnTheConvertedRows) {
         const int qs = group * hd + 5, os = group * hd + 3;
         const auto q = randu(static_cast<size_t>(n) * qs, group + hd, -2, 2);
         for (auto [pos, rows] : {std::pair{0, 1}, {64, 1}, {5, 16}, {57, 8}, {120, 40}}) {
+          if (group * rows > 400) continue;  // 40 x 8 already splits the tokens (kMaxAttnStates); cheaper on portable
           std::vector<uint8_t> mask(static_cast<size_t>(n), 0);
           for (int p = 3; p < n; p += 7) mask[p] = 1;
           for (bool masked : {false, true}) {
