@@ -9,10 +9,10 @@
 #include <fstream>
 #include <regex>
 
-#include "optimized/cpu/isa.hpp"
+#include "runtime/backends.hpp"
 #include "readers/json_limited.hpp"
 #include "reference/error.hpp"
-#include "verify/provenance.hpp"
+#include "runtime/build_info.hpp"
 
 namespace akv::campaign {
 
@@ -279,8 +279,8 @@ void fill_machine(ShardResult& r) {
   char host[256] = {};
   r.hostname = ::gethostname(host, sizeof host - 1) == 0 ? host : "unknown";
   r.cpu = cpu_model();
-  for (cpu::Isa i : cpu::supported_isas()) r.isas.push_back(cpu::isa_name(i));
-  r.isa = cpu::isa_name(cpu::resolve_isa("auto"));
+  r.isas = supported_isa_names();
+  r.isa = auto_isa_name();
   const long n = ::sysconf(_SC_NPROCESSORS_ONLN);
   r.cores = n > 0 ? static_cast<int>(n) : 0;
 }

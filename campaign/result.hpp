@@ -20,7 +20,7 @@ struct CampaignId {
   uint64_t seed = 0;                    // the campaign's seed (each shard derives its own, CP2)
   int cases = 0;                        // cases per property over all shards
   int shards = 1;                       // N
-  std::string backend;                  // verify/backends.hpp name
+  std::string backend;                  // runtime/backends.hpp name
   std::string profile;                  // ci | long | real
   std::vector<std::string> properties;  // the ids run, in the registry's order
   std::string akv_version, akv_commit;  // the build

@@ -7,10 +7,10 @@
 #include <chrono>
 
 #include "reference/error.hpp"
-#include "verify/backends.hpp"
+#include "runtime/backends.hpp"
 #include "verify/gen/profile.hpp"
 #include "verify/props/counterexample.hpp"
-#include "verify/provenance.hpp"
+#include "runtime/build_info.hpp"
 
 namespace akv::campaign {
 

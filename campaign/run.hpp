@@ -22,7 +22,7 @@ std::vector<const prop::PropertyDef*> select_properties(const std::vector<std::s
 struct Plan {
   uint64_t seed = 0;                      // the campaign's seed
   int cases = 1000;                       // per property, over all shards
-  std::string backend = "reference";      // verify/backends.hpp name
+  std::string backend = "reference";      // runtime/backends.hpp name
   std::string profile = "ci";             // verify/gen/profile.hpp name
   std::vector<std::string> properties;    // as select_properties takes them
   Shard shard;                            // which shard

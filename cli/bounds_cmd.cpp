@@ -28,11 +28,11 @@
 #include "reference/model.hpp"
 #include "cli/shared_options.hpp"
 #include "optimized/composed/plugin.hpp"
-#include "verify/backends.hpp"
+#include "runtime/backends.hpp"
 #include "verify/bounds/a_posteriori.hpp"
 #include "verify/bounds/end_to_end.hpp"
 #include "verify/check/per_op.hpp"
-#include "verify/models.hpp"
+#include "runtime/models.hpp"
 
 namespace akv::cli {
 

@@ -20,7 +20,7 @@
 #include "cli/options.hpp"
 #include "reference/error.hpp"
 #include "reference/strict.hpp"
-#include "verify/backends.hpp"
+#include "runtime/backends.hpp"
 
 namespace akv::cli {
 

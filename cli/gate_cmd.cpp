@@ -36,7 +36,7 @@
 #include "optimized/composed/plugin.hpp"
 #include "reference/error.hpp"
 #include "reference/strict.hpp"
-#include "verify/models.hpp"
+#include "runtime/models.hpp"
 
 namespace akv::cli {
 

@@ -17,10 +17,10 @@
 #include "cli/shared_options.hpp"
 #include "readers/conversation/chat_parse.hpp"
 #include "reference/error.hpp"
-#include "verify/backends.hpp"
+#include "runtime/backends.hpp"
 #include "leakage/leakage.hpp"
 #include "leakage/leakage_report.hpp"
-#include "verify/models.hpp"
+#include "runtime/models.hpp"
 
 namespace akv::cli {
 

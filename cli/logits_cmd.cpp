@@ -12,9 +12,9 @@
 #include "readers/conversation/chat_parse.hpp"
 #include "reference/error.hpp"
 #include "reference/session.hpp"
-#include "verify/backends.hpp"
+#include "runtime/backends.hpp"
 #include "verify/compare.hpp"
-#include "verify/models.hpp"
+#include "runtime/models.hpp"
 #include "verify/npy.hpp"
 #include "verify/witness.hpp"
 

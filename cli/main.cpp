@@ -10,7 +10,7 @@
 #include "cli/commands.hpp"
 #include "cli/options.hpp"
 #include <unistd.h>
-#include "verify/provenance.hpp"
+#include "runtime/build_info.hpp"
 #include "reference/error.hpp"
 #include "reference/strict.hpp"
 

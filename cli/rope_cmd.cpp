@@ -9,7 +9,7 @@
 #include "cli/options.hpp"
 #include "cli/shared_options.hpp"
 #include "reference/error.hpp"
-#include "verify/models.hpp"
+#include "runtime/models.hpp"
 #include "verify/npy.hpp"
 
 namespace akv::cli {

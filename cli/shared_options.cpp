@@ -1,9 +1,8 @@
 #include "cli/shared_options.hpp"
 
 #include "cli/options.hpp"
-#include "optimized/cpu/isa.hpp"
-#include "optimized/cpu/thread_pool.hpp"
-#include "verify/models.hpp"
+#include "runtime/backends.hpp"
+#include "runtime/models.hpp"
 
 namespace akv::cli {
 
@@ -17,12 +16,12 @@ void add_backend_options(CLI::App* c, std::string& backend, BackendOptions& bo) 
                     names_help(backend_names()) + ")")
       ->capture_default_str()
       ->check(nonempty());
-  c->add_option("--isa", bo.isa, "cpu backend ISA: " + names_help(cpu::isa_choices()) + " (auto: $AKV_ISA, else the best)")
+  c->add_option("--isa", bo.isa, "cpu backend ISA: " + names_help(isa_choices()) + " (auto: $AKV_ISA, else the best)")
       ->capture_default_str()
       ->check(nonempty());
   c->add_option("--threads", bo.threads, "cpu backend threads (0: $AKV_THREADS, else 2)")
       ->capture_default_str()
-      ->check(decimal(0, cpu::kMaxThreads));
+      ->check(decimal(0, max_threads()));
   c->add_option("--kernels", bo.kernels,
                 "A kernel library (include/akv/kernels.h): run the composed forward over its ops in place of --backend "
                 "(as `akv gate` does; spec/gate.md GT7)")

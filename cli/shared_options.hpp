@@ -1,12 +1,12 @@
 // The options several akv subcommands share (--model, --backend, --isa, --threads, --policy):
-// added once, their help and accepted names taken from the registries (verify/models.hpp,
-// verify/backends.hpp, optimized/cpu/isa.hpp, reference/policy.hpp), never typed (spec/input.md IN9).
+// added once, their help and accepted names taken from the registries (runtime/models.hpp,
+// runtime/backends.hpp, optimized/cpu/isa.hpp, reference/policy.hpp), never typed (spec/input.md IN9).
 #pragma once
 #include <CLI/CLI.hpp>
 #include <string>
 #include <vector>
 
-#include "verify/backends.hpp"
+#include "runtime/backends.hpp"
 
 namespace akv::cli {
 

@@ -23,10 +23,10 @@
 #include "readers/tokenizer/bpe_tokenizer.hpp"
 #include "readers/tokenizer/gguf_tokenizer_keys.hpp"
 #include "readers/tokenizer/spm_tokenizer.hpp"
-#include "readers/tokenizer/turn_encoder.hpp"
+#include "chat/turn_encoder.hpp"
 #include "reference/error.hpp"
 #include "reference/strict.hpp"
-#include "verify/models.hpp"
+#include "runtime/models.hpp"
 #include "verify/witness.hpp"
 
 namespace akv::cli {

@@ -1,7 +1,8 @@
-// akv witness FILE [--evict N[,M...] | --evict-poisoned | --redact N:STRING...] [--model M] [--seed S] [--backend B] [--isa I]
-//                  [--threads N] [--policy P] [--json]
-// Exit 0 passed (evict == never bit for bit, prefix untouched, only the survivors written), 1 not,
-// 2 bad input (spec/operations.md O5, spec/input.md IN4-IN6).
+// akv witness FILE [--evict N[,M...] | --evict-poisoned | --redact N:STRING...] [--model M] [--seed S]
+//                  [--backend B | --kernels LIB.so] [--isa I] [--threads N] [--kv-type T] [--policy P]
+//                  [--logit-rows last|all] [--same-config | --cross-threads N --cross-isa I] [--json] [--out FILE]
+// Exit (spec/input.md IN5): 0 passed (evict == never bit for bit, prefix untouched, only the
+// survivors written: spec/operations.md O5), 1 not, 2 bad input or usage (IN4, IN6), 3 internal error.
 #include <iostream>
 #include <memory>
 
@@ -10,9 +11,8 @@
 #include "cli/progress.hpp"
 #include "cli/shared_options.hpp"
 #include "leakage/approx_evict.hpp"
-#include "optimized/cpu/isa.hpp"
-#include "optimized/cpu/thread_pool.hpp"
 #include "readers/conversation/chat_parse.hpp"
+#include "runtime/backends.hpp"
 #include "verify/provenance.hpp"
 #include "verify/witness.hpp"
 
@@ -89,9 +89,9 @@ Command add_witness(CLI::App& app) {
               "ISAs is then not checked)");
   auto* ct = w->add_option("--cross-threads", a->opt.cross_threads,
                            "Threads of the second configuration (default: 1, or 2 when the first runs 1)")
-                 ->check(decimal(1, cpu::kMaxThreads));
+                 ->check(decimal(1, max_threads()));
   auto* ci = w->add_option("--cross-isa", a->opt.cross_isa,
-                           "ISA of the second configuration: " + names_help(cpu::isa_choices()) +
+                           "ISA of the second configuration: " + names_help(isa_choices()) +
                                " (default: another ISA this CPU runs)")
                  ->check(nonempty());
   w->get_option("--same-config")->excludes(ct)->excludes(ci);

@@ -15,7 +15,7 @@
 
 #include "fuzz/finding.hpp"
 #include "readers/tokenizer/bpe_tokenizer.hpp"
-#include "readers/tokenizer/chatml.hpp"
+#include "chat/chatml.hpp"
 #include "readers/tokenizer/pre_tokenizer.hpp"
 #include "reference/error.hpp"
 

@@ -7,8 +7,8 @@
 #include <map>
 #include <sstream>
 
-#include "optimized/cpu/isa.hpp"
-#include "verify/provenance.hpp"
+#include "runtime/backends.hpp"
+#include "runtime/build_info.hpp"
 
 extern char** environ;
 
@@ -40,7 +40,7 @@ nlohmann::json cpu() {
     }
   }
   std::vector<std::string> isas;
-  for (cpu::Isa i : cpu::supported_isas()) isas.push_back(cpu::isa_name(i));
+  for (const std::string& i : supported_isa_names()) isas.push_back(i);
   return {{"model", model}, {"flags", flags}, {"isas", isas}};
 }
 

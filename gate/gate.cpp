@@ -19,7 +19,7 @@
 #include "gate/message.hpp"
 #include "verify/check/op_props.hpp"
 #include "verify/check/rc_runner.hpp"
-#include "verify/models.hpp"
+#include "runtime/models.hpp"
 #include "verify/props/counterexample.hpp"
 #include "verify/props/harness.hpp"
 

@@ -18,7 +18,7 @@ namespace akv::gate {
 struct Options {
   int cases = 100;            // RapidCheck cases per property (>= 1)
   uint64_t seed = 0;          // RapidCheck seed (reproducible runs)
-  std::string model = "tiny"; // the end-to-end checks' model (verify/models.hpp names)
+  std::string model = "tiny"; // the end-to-end checks' model (runtime/models.hpp names)
   std::string out = "gate-counterexamples";  // counterexample files go here
   int e2e_tokens = 96;        // tokens per end-to-end conversation at most
   int e2e_cases = 0;          // cases per end-to-end property; 0: cases / 5, at least 1

@@ -7,7 +7,7 @@
 #include "leakage/leakage.hpp"
 #include "reference/error.hpp"
 #include "reference/session.hpp"
-#include "verify/models.hpp"
+#include "runtime/models.hpp"
 #include "verify/witness.hpp"
 
 namespace akv {

@@ -10,7 +10,7 @@
 
 #include "reference/chat.hpp"
 #include "reference/kv_types.hpp"
-#include "verify/backends.hpp"
+#include "runtime/backends.hpp"
 
 namespace akv {
 

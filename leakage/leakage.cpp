@@ -10,11 +10,11 @@
 #include "leakage/approx_evict.hpp"
 #include "reference/error.hpp"
 #include "reference/session.hpp"
-#include "verify/backends.hpp"
+#include "runtime/backends.hpp"
 #include "verify/compare.hpp"
-#include "verify/digest.hpp"
+#include "runtime/digest.hpp"
 #include "leakage/leak_strings.hpp"
-#include "verify/models.hpp"
+#include "runtime/models.hpp"
 #include "verify/witness.hpp"
 
 namespace akv {

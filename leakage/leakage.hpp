@@ -10,12 +10,12 @@
 
 #include "reference/chat.hpp"
 #include "reference/policy.hpp"
-#include "verify/backends.hpp"
+#include "runtime/backends.hpp"
 
 namespace akv {
 
 struct LeakageOptions {
-  std::string model = "smollm2";  // a name or path load_model (verify/models.hpp) resolves
+  std::string model = "smollm2";  // a name or path load_model (runtime/models.hpp) resolves
   uint64_t seed = 1;
   std::string backend = "cpu";
   BackendOptions backend_options;  // the cpu backend's ISA and threads

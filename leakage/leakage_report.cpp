@@ -5,7 +5,7 @@
 #include <fmt/format.h>
 
 #include "verify/json_number.hpp"
-#include "verify/provenance.hpp"
+#include "runtime/build_info.hpp"
 #include "leakage/svg_bars.hpp"
 
 namespace akv {

@@ -68,6 +68,17 @@ void check_token_ids(const Conversation& c, int vocab) {
   }
 }
 
+std::vector<Token> encode_tools(const std::vector<ToolDef>& tools) {
+  if (tools.empty()) return {};
+  std::vector<Token> t{tok::kTools};
+  for (size_t i = 0; i < tools.size(); ++i) {
+    if (i) tok::append_bytes(t, "\n");
+    tok::append_bytes(t, tools[i].json);
+  }
+  t.push_back(tok::kEnd);
+  return t;
+}
+
 std::string conversation_to_json(const Conversation& c) {
   json ms = json::array();
   for (const Message& m : c.messages) {
@@ -91,7 +102,13 @@ std::string conversation_to_json(const Conversation& c) {
     }
     ms.push_back(o);
   }
-  return json{{"messages", ms}, {"poisoned", c.poisoned}}.dump(1, ' ', false, json::error_handler_t::replace);
+  if (c.tools.empty()) return json{{"messages", ms}, {"poisoned", c.poisoned}}.dump(1, ' ', false, json::error_handler_t::replace);
+  // Tools keep their keys' order (templates print them as given, IN10).
+  nlohmann::ordered_json out = nlohmann::ordered_json::parse(json{{"messages", ms}, {"poisoned", c.poisoned}}.dump(-1, ' ', false, json::error_handler_t::replace));
+  nlohmann::ordered_json tools = nlohmann::ordered_json::array();
+  for (const ToolDef& t : c.tools) tools.push_back(nlohmann::ordered_json::parse(t.json));
+  out["tools"] = tools;
+  return out.dump(1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }
 
 }  // namespace akv

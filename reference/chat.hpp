@@ -29,10 +29,21 @@ struct Message {
   std::optional<std::vector<Token>> tokens;
 };
 
-/// A conversation file: OpenAI chat JSON with a top-level "messages" array and an optional
-/// "poisoned" array of message indexes.
+/// A tool the request offers the model (spec/input.md IN10): OpenAI's `tools[]` entry
+/// `{"type": "function", "function": {"name", "description", "parameters", "strict"}}`, or a
+/// legacy `functions[]` entry as the function tool holding it. Templates render `json`.
+struct ToolDef {
+  std::string name;        // function.name: 1-64 of [A-Za-z0-9_-]
+  std::string json;        // the tool object as compact JSON, keys in the request's order
+  std::string parameters;  // function.parameters as compact JSON ("" when absent)
+  bool strict = false;     // function.strict
+};
+
+/// A conversation file: OpenAI chat JSON with a top-level "messages" array, optional "tools"
+/// (or legacy "functions") and an optional "poisoned" array of message indexes.
 struct Conversation {
   std::vector<Message> messages;
+  std::vector<ToolDef> tools;  // in the request's order (IN10)
   std::vector<size_t> poisoned;
   /// Fields that never reach a model, as paths ("source", "messages[3].id"): read, not
   /// serialised, listed in reports as ignored (IN2).
@@ -53,6 +64,10 @@ struct Conversation {
 /// Empty optional fields drop their marker with them (no <|id|> without an id).
 /// A message with raw "tokens" is exactly those ids (no role or end marker added).
 std::vector<Token> encode_message(const Message& m);
+
+/// The fixture span of the request's tools (IN10): `<|tools|>` + each tool's JSON, one a line,
+/// + `<|end|>`; empty when there are none. Synthetic models append it first, as a preamble.
+std::vector<Token> encode_tools(const std::vector<ToolDef>& tools);
 
 /// Checks every raw token id against the vocabulary. Throws Error(kInvalidToken) naming the
 /// file (when known), the message index and the token index: `f.json: messages[2].tokens[5]:

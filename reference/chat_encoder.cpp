@@ -13,6 +13,7 @@ class FixtureEncoder final : public ChatEncoder {
   EncodedConversation encode(const Conversation& c) const override {
     check_token_ids(c, vocab_);
     EncodedConversation e;
+    e.preamble = encode_tools(c.tools);  // IN10: the tools, when any, as the fixture's preamble
     for (const Message& m : c.messages) e.spans.push_back(encode_message(m));
     return e;
   }
@@ -22,6 +23,8 @@ class FixtureEncoder final : public ChatEncoder {
     return out;
   }
   std::string render(const std::vector<Token>& ids) const override { return tok::render(ids); }
+  std::string bytes(const std::vector<Token>& ids) const override { return tok::render(ids); }
+  bool is_control(Token id) const override { return id < 0 || id >= 256; }  // M5: 256.. are markers and reserved
   std::vector<Token> generation_prompt() const override { return {tok::kAssistant}; }
   Token end_of_turn() const override { return tok::kEnd; }
 

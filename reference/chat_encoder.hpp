@@ -27,6 +27,13 @@ struct EncodedConversation {
   }
 };
 
+/// How a model family writes a tool call in its replies (spec/tokenizer.md CT15).
+enum class ToolSyntax {
+  kNone,      // the template has no tool syntax and akv defines none: tools are refused
+  kHermes,    // <tool_call>\n{"name": N, "arguments": A}\n</tool_call>, any number, between text
+  kLlamaJson  // the whole reply is {"name": N, "parameters": A} (Llama 3.1 / 3.2)
+};
+
 /// Turns messages into token spans for one vocabulary. A message with raw "tokens" is exactly
 /// those ids under every encoder. Implementations are immutable and thread-safe.
 class ChatEncoder {
@@ -43,6 +50,18 @@ class ChatEncoder {
   virtual std::vector<Token> tokenize(std::string_view text) const = 0;
   /// Readable text of ids (specials as their names); for reports and `akv tokenize`.
   virtual std::string render(const std::vector<Token>& ids) const = 0;
+  /// The exact bytes of ids, as the tokenizer decodes them (specials as their names, an id
+  /// outside the vocabulary as `<|invalid N|>`), with no escaping: a token may be part of a
+  /// UTF-8 character. What a server matches stop strings on and reports as
+  /// `logprobs.content[].bytes` (spec/serving.md SV2).
+  virtual std::string bytes(const std::vector<Token>& ids) const = 0;
+  /// Whether `id` stands for no text: a control token (ChatML's `<|im_start|>`, the fixture's
+  /// markers and reserved ids), the unknown token, an unused slot, or an id outside the
+  /// vocabulary; bytes() renders such a token by its name. A user-defined token (GGUF type 4,
+  /// Hugging Face's `"special": false`, e.g. Qwen's `<tool_call>`) stands for its text and is
+  /// not control. What a grammar over the reply's bytes never admits inside the text it
+  /// constrains (chat/grammar.hpp, spec/serving.md SV14).
+  virtual bool is_control(Token id) const = 0;
   /// The tokens that open the model's reply (spec/leakage.md L9): ChatML's generation prompt
   /// `<|im_start|>assistant\n` (the special token, then "assistant\n" tokenized on its own, as
   /// CT3 tokenizes a message's text); the fixture's `<|assistant|>` marker. Never empty.
@@ -50,6 +69,8 @@ class ChatEncoder {
   /// The token that closes a message: a reply ends when it is drawn (spec/serving.md SV1):
   /// ChatML's `<|im_end|>`, the fixture's `<|end|>`.
   virtual Token end_of_turn() const = 0;
+  /// How this template's replies write a tool call (CT15); kHermes unless overridden.
+  virtual ToolSyntax tool_syntax() const { return ToolSyntax::kHermes; }
 };
 
 /// The fixture encoder of the synthetic models: encode_message per message, no preamble.

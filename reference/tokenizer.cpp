@@ -7,7 +7,7 @@ void append_bytes(std::vector<Token>& out, std::string_view s) {
 }
 
 std::string render(const std::vector<Token>& tokens) {
-  static const char* names[] = {"system", "user", "assistant", "tool", "end", "call", "args", "id", "result", "developer", "function", "name", "refusal", "input"};
+  static const char* names[] = {"system", "user", "assistant", "tool", "end", "call", "args", "id", "result", "developer", "function", "name", "refusal", "input", "tools"};
   std::string s;
   for (Token t : tokens) {
     if (t >= 0 && t < 256) {

@@ -22,7 +22,8 @@ inline constexpr Token kFunction = 266;   // <|function|>  opens a legacy functi
 inline constexpr Token kName = 267;       // <|name|>      the author's name follows
 inline constexpr Token kRefusal = 268;    // <|refusal|>   an assistant's refusal text follows
 inline constexpr Token kInput = 269;      // <|input|>     a custom tool call's input follows
-inline constexpr Token kFirstReserved = 270;  // 270..vocab-1: reserved, valid, never emitted
+inline constexpr Token kTools = 270;      // <|tools|>     opens the request's tool definitions (IN10)
+inline constexpr Token kFirstReserved = 271;  // 271..vocab-1: reserved, valid, never emitted
 
 /// Appends the UTF-8 bytes of `s` as tokens 0..255.
 void append_bytes(std::vector<Token>& out, std::string_view s);

@@ -13,7 +13,7 @@
 #include <cstring>
 #include <thread>
 
-#include "verify/digest.hpp"
+#include "runtime/digest.hpp"
 
 extern char** environ;
 
@@ -31,11 +31,12 @@ Guard::Guard(GuardOptions opt) : opt_(std::move(opt)) {
     throw Error(ErrorCode::kBadInput, fmt::format("--guard-timeout {}: not in [1, 3600]", opt_.timeout_s));
 }
 
-bool Guard::flags(const std::string& content) {
+bool Guard::flags(const std::string& content, const std::string& scope) {
   for (const std::regex& re : regexes_)
     if (std::regex_search(content, re)) return true;
   if (opt_.command.empty()) return false;
-  const std::string key = sha256_hex(content);
+  // Kept per scope (SV10): another caller's verdict, and its timing, are never reused.
+  const std::string key = sha256_hex(scope) + sha256_hex(content);
   {
     std::lock_guard lk(mu_);
     if (const auto it = verdicts_.find(key); it != verdicts_.end()) return it->second;

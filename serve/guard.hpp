@@ -30,10 +30,11 @@ class Guard {
   explicit Guard(GuardOptions opt);
 
   /// True when a pattern matches `content`, or when the command exits 1 on it (exit 0: not
-  /// flagged). Verdicts are kept by the content's SHA-256 (a host resends every tool result
-  /// each turn), so the command runs once per distinct content; it must be a function of its
-  /// input. Throws GuardFailed. Thread-safe: HTTP threads call it concurrently.
-  bool flags(const std::string& content);
+  /// flagged). Verdicts are kept by the caller's scope and the content's SHA-256 (a host resends
+  /// every tool result each turn), so the command runs once per distinct content of a scope
+  /// (never answering one caller from another's verdict or its timing, SV10); it must be a
+  /// function of its input. Throws GuardFailed. Thread-safe: HTTP threads call it concurrently.
+  bool flags(const std::string& content, const std::string& scope = "");
 
   bool active() const { return !regexes_.empty() || !opt_.command.empty(); }
   const GuardOptions& options() const { return opt_; }

@@ -1,101 +1,40 @@
 #include "serve/http_server.hpp"
 
 #include <fmt/format.h>
-#include <httplib.h>
 #include <nlohmann/json.hpp>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <chrono>
-#include <cstdio>
-#include <set>
-#include <thread>
 #include <cstring>
-#include <cctype>
+#include <thread>
 
-#include "readers/conversation/chat_parse.hpp"
 #include "readers/json_limited.hpp"
 #include "reference/error.hpp"
-#include "verify/digest.hpp"
-#include "verify/provenance.hpp"
+#include "serve/openai_json.hpp"
+#include "serve/responses_api.hpp"
+#include "runtime/digest.hpp"
+#include "runtime/build_info.hpp"
 
 namespace akv::serve {
 namespace {
 using json = nlohmann::json;
 
-struct UnsupportedMediaType : Error {
-  explicit UnsupportedMediaType(const std::string& what) : Error(ErrorCode::kBadInput, what) {}
-};
+constexpr const char* kRoutes =
+    "this server answers GET /health, GET /v1/models, POST /v1/chat/completions, POST /v1/responses, GET /v1/sessions, "
+    "DELETE /v1/sessions/{id} and POST /v1/sessions/{id}/evict";
 
-// OpenAI's error shape (SV6): {"error": {"message", "type", "param", "code"}}.
-void send_error(httplib::Response& res, int status, const std::string& message, const std::string& type,
-                const std::string& code) {
-  res.status = status;
-  res.set_content(json{{"error", {{"message", message}, {"type", type}, {"param", nullptr}, {"code", code}}}}.dump(-1, ' ', false, json::error_handler_t::replace),
-                  "application/json");
+constexpr const char* kJsonOnly =
+    "Content-Type: expected application/json (curl -d sends application/x-www-form-urlencoded: add -H 'Content-Type: "
+    "application/json')";
+
+HttpResponse json_response(const json& j, int status = 200) {
+  HttpResponse r;
+  r.status = status;
+  r.body = json_text(j);
+  return r;
 }
 
-void send_akv_error(httplib::Response& res, const Error& e) {
-  if (dynamic_cast<const SessionBusy*>(&e) != nullptr) return send_error(res, 409, e.what(), "invalid_request_error", "session_busy");
-  if (dynamic_cast<const GuardFailed*>(&e) != nullptr) return send_error(res, 500, e.what(), "server_error", "guard_failed");
-  if (dynamic_cast<const UnsupportedMediaType*>(&e) != nullptr)
-    return send_error(res, 415, e.what(), "invalid_request_error", "unsupported_media_type");
-  switch (e.code()) {
-    case ErrorCode::kBadInput:
-    case ErrorCode::kInvalidToken:
-    case ErrorCode::kEmptyInput:
-      return send_error(res, 400, e.what(), "invalid_request_error", error_code_name(e.code()));
-    case ErrorCode::kContextOverflow:
-      return send_error(res, 400, e.what(), "invalid_request_error", "context_length_exceeded");
-    case ErrorCode::kUnknownModel:
-      return send_error(res, 404, e.what(), "invalid_request_error", "model_not_found");
-    case ErrorCode::kUnknownSpan:
-      return send_error(res, 404, e.what(), "invalid_request_error", "session_not_found");
-    case ErrorCode::kOutOfResources:
-      res.set_header("Retry-After", "1");
-      return send_error(res, 429, e.what(), "rate_limit_error", "rate_limit_exceeded");
-    default:
-      return send_error(res, 500, e.what(), "server_error", error_code_name(e.code()));
-  }
-}
-
-json bytes_of(const std::string& s) {
-  json b = json::array();
-  for (unsigned char c : s) b.push_back(c);
-  return b;
-}
-
-json logprob_json(const Engine& e, const TokenLogprob& lp, const std::string& text, const std::string& bytes) {
-  json top = json::array();
-  for (const auto& [t, v] : lp.top) {
-    const std::string s = e.model().encoder->render({t});
-    top.push_back({{"token", utf8_text(s)}, {"logprob", v}, {"bytes", bytes_of(s)}});
-  }
-  return {{"token", text}, {"logprob", lp.logprob}, {"bytes", bytes_of(bytes)}, {"top_logprobs", top}};
-}
-
-json akv_json(const ReplyStats& s) {
-  return {{"session", s.session},
-          {"reused_tokens", s.reused_tokens},
-          {"recomputed_tokens", s.recomputed_tokens},
-          {"evicted_tokens", s.evicted_tokens},
-          {"prefill_tokens", s.prefill_tokens},
-          {"dropped_messages", s.dropped},
-          {"guarded_messages", s.guarded},
-          {"cache_sha256", s.cache_sha256},
-          {"logits_sha256", s.logits_sha256}};
-}
-
-json usage_json(const Reply& r) {
-  return {{"prompt_tokens", r.stats.prompt_tokens},
-          {"completion_tokens", r.tokens.size()},
-          {"total_tokens", r.stats.prompt_tokens + r.tokens.size()},
-          {"prompt_tokens_details", {{"cached_tokens", r.stats.reused_tokens}}}};
-}
-
-std::string bearer(const httplib::Request& req) {
-  const std::string h = req.get_header_value("Authorization");
-  return h.rfind("Bearer ", 0) == 0 ? h.substr(7) : "";
+HttpResponse error_of(int status, const std::string& type, const std::string& code, const std::string& message) {
+  return error_response(ApiError(status, type, code, message));
 }
 
 // Constant-time comparison: the key's bytes do not show in the reply's timing.
@@ -105,289 +44,493 @@ bool same_key(const std::string& a, const std::string& b) {
   return d == 0 && !b.empty();
 }
 
-// A session id as a client names it: 1-128 of [A-Za-z0-9._:@-], so it is safe in a header,
-// a path, a JSON string and a log line (SV3).
-std::string session_id(const std::string& id, const char* where) {
+// An id as a client names it (a session, a cache key): 1-128 of [A-Za-z0-9._:@-], so it is
+// safe in a header, a path, a JSON string and a log line (SV3). An empty one is refused too.
+std::string checked_id(const std::string& id, const std::string& where) {
   bool ok = !id.empty() && id.size() <= 128;
-  for (const char c : id) ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || std::strchr("._:@-", c) != nullptr);
-  if (!ok) throw Error(ErrorCode::kBadInput, std::string(where) + ": a session id is 1 to 128 of A-Z a-z 0-9 . _ : @ -");
+  for (const char c : id) ok = ok && c != '\0' && (std::isalnum(static_cast<unsigned char>(c)) || std::strchr("._:@-", c) != nullptr);
+  if (!ok) throw Error(ErrorCode::kBadInput, where + ": an id is 1 to 128 of A-Z a-z 0-9 . _ : @ - (got " + std::to_string(id.size()) + " bytes)");
   return id;
 }
 
-// Decrements the in-flight count when the last copy goes: at the end of a plain response, or
-// when cpp-httplib drops a stream's content provider after its last chunk.
+// A path segment with its %XX escapes decoded (a client may escape '@' or ':').
+std::string percent_decoded(const std::string& s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '%' && i + 2 < s.size() && std::isxdigit(static_cast<unsigned char>(s[i + 1])) &&
+        std::isxdigit(static_cast<unsigned char>(s[i + 2]))) {
+      out += static_cast<char>(std::stoi(s.substr(i + 1, 2), nullptr, 16));
+      i += 2;
+    } else {
+      out += s[i];
+    }
+  }
+  return out;
+}
+
+// A POST body must say it is JSON: another type would be read as something it does not claim to be.
+void require_json(const HttpRequest& req) {
+  const std::string* h = req.header("content-type");
+  std::string t = h == nullptr ? "" : *h;
+  for (char& c : t) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));  // media types are case-insensitive
+  if (t.rfind("application/json", 0) != 0 || (t.size() > 16 && t[16] != ';' && t[16] != ' '))
+    throw ApiError(415, "invalid_request_error", "unsupported_media_type", kJsonOnly);
+}
+
+// The credentials of `Authorization: Bearer KEY`; the scheme is case-insensitive (RFC 9110 section 11.1).
+std::string bearer_token(const HttpRequest& req) {
+  const std::string* h = req.header("authorization");
+  if (h == nullptr || h->size() < 7) return "";
+  std::string scheme = h->substr(0, 7);
+  for (char& c : scheme) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return scheme == "bearer " ? h->substr(7) : "";
+}
+
+// Decrements the in-flight count when the handler ends (its last byte written or the client gone).
 struct InFlight {
   std::atomic<int>& n;
   explicit InFlight(std::atomic<int>& c) : n(c) { ++n; }
   ~InFlight() { --n; }
 };
-
-constexpr const char* kRoutes =
-    "this server answers GET /health, GET /v1/models, POST /v1/chat/completions and POST /v1/sessions/{id}/evict";
-
-constexpr const char* kJsonOnly =
-    "Content-Type: expected application/json (curl -d sends application/x-www-form-urlencoded: add -H 'Content-Type: "
-    "application/json')";
-
-// A POST body must say it is JSON: another type would be read as something it does not claim to be.
-void require_json(const httplib::Request& req) {
-  const std::string t = req.get_header_value("Content-Type");
-  if (t.rfind("application/json", 0) != 0 || (t.size() > 16 && t[16] != ';' && t[16] != ' '))
-    throw UnsupportedMediaType(kJsonOnly);
-}
-
-bool has_body(const httplib::Request& req) {
-  return req.has_header("Transfer-Encoding") || (req.has_header("Content-Length") && req.get_header_value("Content-Length") != "0");
-}
-
-void send_401(httplib::Response& res) {
-  send_error(res, 401, "a valid API key is required (Authorization: Bearer ...)", "invalid_request_error", "invalid_api_key");
-}
 }  // namespace
-
-bool HttpServer::authorized(const httplib::Request& req) const {
-  return opt_.api_key.empty() || req.path == "/health" || same_key(bearer(req), opt_.api_key);
-}
 
 bool is_loopback(const std::string& host) {
   return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
 }
 
-HttpServer::HttpServer(Engine& engine, ServerOptions opt) : engine_(engine), opt_(std::move(opt)), http_(std::make_unique<httplib::Server>()) {
-  if (!is_loopback(opt_.host) && opt_.api_key.empty())
-    throw Error(ErrorCode::kBadInput, "--host " + opt_.host +
-                                          ": listening off loopback needs --api-key-file (spec/serving.md SV8)");
-  if (opt_.port < 0 || opt_.port > 65535) throw Error(ErrorCode::kBadInput, fmt::format("--port {}: not in [0, 65535]", opt_.port));
-  const LoadedModel& lm = engine_.model();
-  if (lm.real) model_sha256_ = file_or_folder_sha256(lm.source);
-  http_->new_task_queue = [n = opt_.threads] { return new httplib::ThreadPool(static_cast<size_t>(n)); };
-  // Debian's cpp-httplib listens with a backlog of 5: a burst of new clients would be refused.
-  // The listening socket is remembered here and given a longer queue after bind().
-  http_->set_socket_options([this](int sock) {
-    httplib::default_socket_options(sock);
-    listen_fd_ = sock;
-  });
-  http_->set_payload_max_length(kMaxRequestBytes);
-  http_->set_read_timeout(opt_.read_timeout_s, 0);
-  http_->set_write_timeout(opt_.write_timeout_s, 0);
-  routes();
-}
+struct HttpServer::Api {
+  Engine& engine;
+  ServerOptions opt;
+  std::string model_sha256;
+  std::unique_ptr<AuditChainWriter> audit;
+  std::atomic<bool> draining{false};
+  std::atomic<int> in_flight{0};
 
-HttpServer::~HttpServer() = default;
+  Api(Engine& e, ServerOptions o) : engine(e), opt(std::move(o)) {}
 
-int HttpServer::bind() {
-  const int port = opt_.port == 0 ? http_->bind_to_any_port(opt_.host) : (http_->bind_to_port(opt_.host, opt_.port) ? opt_.port : -1);
-  if (port < 0) throw Error(ErrorCode::kOutOfResources, fmt::format("cannot listen on {}:{}", opt_.host, opt_.port));
-  if (listen_fd_ >= 0 && ::listen(listen_fd_, kListenBacklog) != 0)  // Linux: a second listen() sets the queue
-    throw Error(ErrorCode::kOutOfResources, fmt::format("cannot set the listen queue on {}:{}", opt_.host, port));
-  return port;
-}
+  // ---- the caller (SV8, SV10)
 
-void HttpServer::run() { http_->listen_after_bind(); }
-void HttpServer::stop() { http_->stop(); }
+  /// The caller of an authorized request: "local" without keys, else an id derived from its
+  /// key (never the key). Empty when the request carries no valid key.
+  std::string caller(const HttpRequest& req) const {
+    if (opt.api_keys.empty()) return "local";
+    const std::string given = bearer_token(req);
+    std::string who;
+    for (const std::string& k : opt.api_keys)  // every key compared, in constant time each
+      if (same_key(given, k)) who = "key:" + sha256_hex(k).substr(0, 16);
+    return who;
+  }
 
-void HttpServer::drain(int max_s) {
-  draining_ = true;
-  for (int i = 0; i < max_s * 20 && in_flight_ > 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  stop();
-}
-
-void HttpServer::audit(const std::string& body, const std::string& body_sha256, const Reply& r) {
-  if (opt_.audit_log.empty()) return;
-  const BackendDescription d = engine_.backend_description();
-  const json line = {{"akv_audit", 1},
-                     {"time", std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count()},
-                     {"request_sha256", body_sha256},
-                     {"request_body", body},  // the bytes the digest is of
-                     {"model", {{"name", engine_.model().name}, {"source", engine_.model().source},
-                                {"seed", engine_.model().real ? json(nullptr) : json(engine_.model().seed)},
-                                {"sha256", model_sha256_.empty() ? json(nullptr) : json(model_sha256_)}}},
-                     {"engine", {{"default_max_tokens", engine_.options().default_max_tokens},
-                                 {"guard", engine_.options().guard.patterns},
-                                 {"guard_command", engine_.options().guard.command.empty() ? json(nullptr) : json(engine_.options().guard.command)},
-                                 {"kv_type", kv_type_name(engine_.options().kv_type)}}},
-                     {"akv", {{"version", akv_version()}, {"commit", akv_commit()}}},
-                     {"backend", {{"name", d.name}, {"isa", d.isa}, {"threads", d.threads}}},
-                     {"reply", {{"tokens", r.tokens}, {"finish_reason", r.finish_reason}, {"stats", akv_json(r.stats)}}}};
-  const std::string text = line.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
-  std::lock_guard lk(audit_mu_);
-  FILE* f = std::fopen(opt_.audit_log.c_str(), "a+b");
-  if (f == nullptr) throw Error(ErrorCode::kOutOfResources, "--audit-log " + opt_.audit_log + ": cannot open for append");
-  // A log whose last line a kill cut (no newline): this line starts on a line of its own.
-  bool cut = false;
-  if (std::fseek(f, -1, SEEK_END) == 0) cut = std::fgetc(f) != '\n';
-  std::fseek(f, 0, SEEK_END);
-  const std::string out = (cut ? "\n" : "") + text;
-  const bool ok = std::fwrite(out.data(), 1, out.size(), f) == out.size() && std::fflush(f) == 0 && fsync(fileno(f)) == 0;
-  std::fclose(f);
-  if (!ok) throw Error(ErrorCode::kOutOfResources, "--audit-log " + opt_.audit_log + ": write failed");
-}
-
-void HttpServer::routes() {
-  // The key is checked before routing only for requests without a body: answering before a
-  // body is read would leave it on a kept-alive connection, to be read as the next request.
-  // The others are checked by their handler (or the error handler), after the body is read.
-  http_->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-    if (authorized(req) || has_body(req)) return httplib::Server::HandlerResponse::Unhandled;
-    send_401(res);
-    return httplib::Server::HandlerResponse::Handled;
-  });
-  http_->set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
-    try {
-      std::rethrow_exception(ep);
-    } catch (const Error& e) {
-      send_akv_error(res, e);
-    } catch (const std::exception& e) {
-      send_error(res, 500, e.what(), "server_error", "internal");
+  /// The caller's scope (SV10): the caller and its cache key (`x-akv-cache-key`, or a chat
+  /// body's `prompt_cache_key`; the same when both are given).
+  static std::string scope(const std::string& who, const HttpRequest& req, const std::string& body_key = "") {
+    std::string salt;
+    if (const std::string* h = req.header("x-akv-cache-key")) salt = checked_id(*h, "x-akv-cache-key");
+    if (!body_key.empty()) {
+      checked_id(body_key, "prompt_cache_key");
+      if (!salt.empty() && salt != body_key) throw Error(ErrorCode::kBadInput, "prompt_cache_key: differs from the x-akv-cache-key header");
+      salt = body_key;
     }
-  });
-  http_->set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
-    if (!res.body.empty()) return;
-    if (!authorized(req)) return send_401(res);  // an unknown route with a body: no key, no route names
-    const bool form = req.get_header_value("Content-Type").rfind("application/x-www-form-urlencoded", 0) == 0;
-    if (res.status == 404) send_error(res, 404, "no route " + req.method + " " + req.path, "invalid_request_error", "not_found");
-    else if (res.status == 413 && form) send_error(res, 415, kJsonOnly, "invalid_request_error", "unsupported_media_type");
-    else if (res.status == 413) send_error(res, 413, "the body exceeds the limit of 8 MiB", "invalid_request_error", "body_too_large");
-    else if (req.method.empty() || !std::set<std::string>{"GET", "POST", "HEAD"}.count(req.method))
-      send_error(res, res.status == 400 ? 405 : res.status, kRoutes,
-                 "invalid_request_error", "method_not_allowed");
-    else send_error(res, res.status, fmt::format("HTTP error {}: the request line or headers are malformed or too long", res.status),
-                    "invalid_request_error", "http_error");
-  });
-  // The methods no route has get 405. A body is read to its end first (a kept-alive
-  // connection stays in step); one without Content-Length or chunking is not waited for
-  // (cpp-httplib would read it until the client closed).
-  const auto not_allowed = [this](const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& read) {
-    if (has_body(req)) read([](const char*, size_t) { return true; });
-    if (!authorized(req)) return send_401(res);
-    send_error(res, 405, kRoutes, "invalid_request_error", "method_not_allowed");
-  };
-  http_->Put(".*", not_allowed);
-  http_->Patch(".*", not_allowed);
-  http_->Delete(".*", not_allowed);
-  http_->Options(".*", [this](const httplib::Request& req, httplib::Response& res) {
-    if (!authorized(req)) return send_401(res);
-    send_error(res, 405, kRoutes, "invalid_request_error", "method_not_allowed");
-  });
-  http_->Get("/health", [](const httplib::Request&, httplib::Response& res) {
-    res.set_content(R"({"status":"ok"})", "application/json");
-  });
-  http_->Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
-    res.set_content(json{{"object", "list"},
-                         {"data", {{{"id", engine_.model().name}, {"object", "model"}, {"created", 0}, {"owned_by", "akv"}}}}}
-                        .dump(-1, ' ', false, json::error_handler_t::replace),
-                    "application/json");
-  });
-  http_->Post(R"(/v1/sessions/([^/]+)/evict)", [this](const httplib::Request& req, httplib::Response& res) {
-    if (!authorized(req)) return send_401(res);
+    return who + "/" + salt;
+  }
+
+  static std::string session_header(const HttpRequest& req) {
+    if (req.count("x-akv-session") > 1) throw Error(ErrorCode::kBadInput, "x-akv-session: sent more than once");
+    const std::string* h = req.header("x-akv-session");
+    return h == nullptr ? "" : checked_id(*h, "x-akv-session");
+  }
+
+  // ---- the served names (SV2)
+
+  std::vector<std::string> names() const { return opt.served_names.empty() ? std::vector<std::string>{engine.model().name} : opt.served_names; }
+
+  /// The name a reply carries: the request's `model` when it is a served name, the first served
+  /// name when the request names none. Error(kUnknownModel) for another.
+  std::string served_name(const std::string& model) const {
+    const std::vector<std::string> ns = names();
+    if (model.empty()) return ns.front();
+    for (const std::string& n : ns)
+      if (n == model) return n;
+    throw Error(ErrorCode::kUnknownModel, fmt::format("model '{}': this server serves {} (GET /v1/models)", model, json(ns).dump()));
+  }
+
+  // ---- routing (one place for the key, after the body was read)
+
+  Routed route(const HttpRequest& req) {
+    Routed out;
+    out.immediate = true;
+    const std::string& m = req.method;
+    if (req.path == "/health") {
+      if (m != "GET") return method_not_allowed("GET");
+      out.response = json_response({{"status", "ok"}});
+      return out;
+    }
+    const std::string who = caller(req);
+    if (who.empty()) {  // no key, no route names
+      out.response = error_of(401, "invalid_request_error", "invalid_api_key", "a valid API key is required (Authorization: Bearer ...)");
+      return out;
+    }
+    auto handler = [&](void (Api::*h)(const HttpRequest&, Exchange&, const std::string&, const std::string&), std::string arg = "") {
+      Routed r;
+      r.handler = [this, h, who, arg](const HttpRequest& q, Exchange& x) {
+        try {
+          (this->*h)(q, x, who, arg);
+        } catch (...) {
+          x.respond(error_response(api_error_of(std::current_exception())));
+        }
+      };
+      return r;
+    };
+    if (req.path == "/v1/models") {
+      if (m != "GET") return method_not_allowed("GET");
+      json data = json::array();
+      for (const std::string& n : names()) data.push_back({{"id", n}, {"object", "model"}, {"created", 0}, {"owned_by", "akv"}});
+      out.response = json_response({{"object", "list"}, {"data", data}});
+      return out;
+    }
+    if (req.path == "/v1/chat/completions") {
+      if (m != "POST") return method_not_allowed("POST");
+      // A full engine answers at once, never from behind the requests it holds (SV6, SV13).
+      if (engine.load() >= static_cast<size_t>(engine.options().parallel) + engine.options().queue) {
+        out.response = error_response(queue_full(fmt::format("the engine holds {} requests (--parallel {}, --queue {}); retry later",
+                                                             engine.load(), engine.options().parallel, engine.options().queue)));
+        return out;
+      }
+      return handler(&Api::chat_completions);
+    }
+    if (req.path == "/v1/responses") {
+      if (m != "POST") return method_not_allowed("POST");
+      if (engine.load() >= static_cast<size_t>(engine.options().parallel) + engine.options().queue) {
+        out.response = error_response(queue_full(fmt::format("the engine holds {} requests (--parallel {}, --queue {}); retry later",
+                                                             engine.load(), engine.options().parallel, engine.options().queue)));
+        return out;
+      }
+      return handler(&Api::responses);
+    }
+    if (req.path == "/v1/sessions") {
+      if (m != "GET") return method_not_allowed("GET");
+      return handler(&Api::list_sessions);
+    }
+    const std::string prefix = "/v1/sessions/";
+    if (req.path.rfind(prefix, 0) == 0) {
+      const std::string rest = req.path.substr(prefix.size());
+      const size_t slash = rest.find('/');
+      const std::string id = percent_decoded(rest.substr(0, slash));
+      if (slash == std::string::npos) {
+        if (m != "DELETE") return method_not_allowed("DELETE");
+        return handler(&Api::delete_session, id);
+      }
+      if (rest.substr(slash) == "/evict") {
+        if (m != "POST") return method_not_allowed("POST");
+        return handler(&Api::evict, id);
+      }
+    }
+    out.response = error_of(404, "invalid_request_error", "not_found", "no route " + m + " " + req.path + "; " + kRoutes);
+    return out;
+  }
+
+  static Routed method_not_allowed(const std::string& allow) {
+    Routed r;
+    r.immediate = true;
+    r.response = error_of(405, "invalid_request_error", "method_not_allowed", std::string("this route takes ") + allow + "; " + kRoutes);
+    r.response.headers.emplace_back("Allow", allow);
+    return r;
+  }
+
+  // ---- the handlers, one per route
+
+  void list_sessions(const HttpRequest& req, Exchange& x, const std::string& who, const std::string&) {
+    json list = json::array();
+    for (const SessionInfo& s : engine.sessions(scope(who, req)))
+      list.push_back({{"id", s.id}, {"object", "akv.session"}, {"named", s.named}, {"busy", s.busy}, {"cached", s.cached},
+                      {"cached_tokens", s.cached_tokens}, {"messages", s.messages}, {"flagged_messages", s.flagged}});
+    x.respond(json_response({{"object", "list"}, {"data", list}}));
+  }
+
+  void delete_session(const HttpRequest& req, Exchange& x, const std::string& who, const std::string& id) {
+    const std::string sc = scope(who, req);
+    engine.forget(sc, checked_id(id, "the path's session id"));
+    x.respond(json_response({{"id", id}, {"object", "akv.session"}, {"deleted", true}}));
+  }
+
+  void evict(const HttpRequest& req, Exchange& x, const std::string& who, const std::string& id) {
     require_json(req);
+    EvictRequest er;
+    er.scope = scope(who, req);
+    er.session = checked_id(id, "the path's session id");
     const json body = model::parse_json_limited(req.body, kConversationJson, {ErrorCode::kBadInput, "body"});
-    if (!body.is_object() || !body.contains("messages") || !body["messages"].is_array())
-      throw Error(ErrorCode::kBadInput, "body: expected {\"messages\": [span indexes]}");
-    for (const auto& [k, _] : body.items())
-      if (k != "messages") throw Error(ErrorCode::kBadInput, k + ": unknown field");
-    std::vector<size_t> idx;
-    for (const json& v : body["messages"]) {
-      if (!v.is_number_unsigned()) throw Error(ErrorCode::kBadInput, "messages: expected non-negative integers");
-      idx.push_back(v.get<size_t>());
+    if (!body.is_object()) throw Error(ErrorCode::kBadInput, "body: expected {\"messages\": [indexes]} and/or {\"tool_call_ids\": [ids]}");
+    for (const auto& [k, v] : body.items()) {
+      if (k == "messages") {
+        if (!v.is_array()) throw Error(ErrorCode::kBadInput, "messages: expected an array of message indexes");
+        for (const json& i : v) {
+          if (i.is_string() && i.get<std::string>() == "preamble")
+            throw Error(ErrorCode::kBadInput, "messages: the template's own preamble (its default system prompt) is no message of the "
+                                              "request and is never evicted (spec/serving.md SV3)");
+          if (!i.is_number_unsigned()) throw Error(ErrorCode::kBadInput, "messages: expected non-negative integers (the request's message indexes)");
+          er.messages.push_back(i.get<size_t>());
+        }
+      } else if (k == "tool_call_ids") {
+        if (!v.is_array()) throw Error(ErrorCode::kBadInput, "tool_call_ids: expected an array of strings");
+        for (const json& i : v) {
+          if (!i.is_string() || i.get<std::string>().empty()) throw Error(ErrorCode::kBadInput, "tool_call_ids: expected non-empty strings");
+          er.tool_call_ids.push_back(i.get<std::string>());
+        }
+      } else {
+        throw Error(ErrorCode::kBadInput, k + ": unknown field (the body takes \"messages\" and \"tool_call_ids\")");
+      }
     }
-    const EvictStats st = engine_.evict(session_id(req.matches[1], "the path's session id"), idx);
-    res.set_content(json{{"session", std::string(req.matches[1])},
-                         {"evicted_tokens", st.tokens_evicted},
-                         {"recomputed_tokens", st.tokens_recomputed},
-                         {"truncated_at", st.truncated_at}}
-                        .dump(-1, ' ', false, json::error_handler_t::replace),
-                    "application/json");
-  });
-  http_->Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
-    if (!authorized(req)) return send_401(res);
-    auto flight = std::make_shared<InFlight>(in_flight_);
-    if (draining_) {
-      res.set_header("Retry-After", "1");
-      return send_error(res, 503, "the server is shutting down", "server_error", "shutting_down");
-    }
+    const EvictResult r = engine.evict(er);
+    x.respond(json_response({{"session", id},
+                             {"flagged_messages", r.flagged},
+                             {"cached", r.cached},
+                             {"evicted_tokens", r.stats.tokens_evicted},
+                             {"recomputed_tokens", r.stats.tokens_recomputed},
+                             {"prefill_tokens", r.prefill_tokens},
+                             {"truncated_at", r.stats.truncated_at},
+                             {"spans", spans_json(r.spans)},
+                             {"cache_sha256", r.cache_sha256.empty() ? json(nullptr) : json(r.cache_sha256)}}));
+  }
+
+  void chat_completions(const HttpRequest& req, Exchange& x, const std::string& who, const std::string&) {
+    InFlight flight(in_flight);
+    if (draining) throw shutting_down();
     require_json(req);
-    const std::string hint = req.has_header("x-akv-session") ? session_id(req.get_header_value("x-akv-session"), "x-akv-session") : "";
+    const std::string hint = session_header(req);
     ChatRequest cr = parse_chat_request(req.body);
-    const std::string name = engine_.model().name;
-    if (!cr.model.empty() && cr.model != name)
-      throw Error(ErrorCode::kUnknownModel, fmt::format("model '{}': this server serves '{}' (GET /v1/models)", cr.model, name));
+    const std::string name = served_name(cr.model);
+    const std::string sc = scope(who, req, cr.prompt_cache_key);
     const bool stream = cr.stream, usage = cr.include_usage, logprobs = cr.logprobs;
-    const std::string body = req.body;
-    const std::string body_sha256 = sha256_hex(body);
-    const std::string id = "chatcmpl-" + body_sha256.substr(0, 24);
+    const std::string id = "chatcmpl-" + sha256_hex(req.body).substr(0, 24);
     const int64_t created = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-    std::shared_ptr<Generation> g = engine_.submit(std::move(cr), hint);
-    const std::string session = g->wait_admitted();  // admission errors are still HTTP errors
-    res.set_header("x-akv-session", session);
+    std::shared_ptr<Generation> g = engine.submit(std::move(cr), hint, sc);
+    x.on_client_gone([g] { g->cancel(); });  // an abandoned request stops at the next step (SV6)
+    const ReplyStats admitted = g->wait_admitted();  // admission errors are still HTTP errors
+    std::vector<std::pair<std::string, std::string>> headers = {{"x-akv-session", admitted.session},
+                                                                {"x-akv-cache-sha256", admitted.cache_sha256},
+                                                                {"x-akv-guarded-messages", json(admitted.guarded).dump()}};
+    const ChatEncoder& enc = *engine.model().encoder;
     if (!stream) {
       const Reply& r = g->reply();
-      audit(body, body_sha256, r);
+      if (r.cancelled) return;  // nobody to answer
       json lp = nullptr;
       if (logprobs) {
         lp = {{"content", json::array()}};
-        for (size_t i = 0; i < r.logprobs.size(); ++i) lp["content"].push_back(logprob_json(engine_, r.logprobs[i], r.token_text[i], r.token_bytes[i]));
+        for (size_t i = 0; i < r.logprobs.size(); ++i) lp["content"].push_back(logprob_json(enc, r.logprobs[i], r.token_text[i], r.token_bytes[i]));
       }
-      res.set_content(json{{"id", id},
-                           {"object", "chat.completion"},
-                           {"created", created},
-                           {"model", name},
-                           {"choices", {{{"index", 0},
-                                         {"message", {{"role", "assistant"}, {"content", r.text}}},
-                                         {"logprobs", lp},
-                                         {"finish_reason", r.finish_reason}}}},
-                           {"usage", usage_json(r)},
-                           {"akv", akv_json(r.stats)}}
-                          .dump(-1, ' ', false, json::error_handler_t::replace),
-                      "application/json");
+      HttpResponse res = json_response({{"id", id},
+                                        {"object", "chat.completion"},
+                                        {"created", created},
+                                        {"model", name},
+                                        {"choices", {{{"index", 0},
+                                                      {"message", message_json(r)},
+                                                      {"logprobs", lp},
+                                                      {"finish_reason", r.finish_reason}}}},
+                                        {"usage", usage_json(r)},
+                                        {"akv", akv_json(r.stats, r.call_errors)}});
+      res.headers = headers;
+      res.headers.emplace_back("x-akv-logits-sha256", r.stats.logits_sha256);
+      x.respond(res);
       return;
     }
-    auto chunk = [id, created, name](json delta, json lp, json finish) {
-      return "data: " + json{{"id", id}, {"object", "chat.completion.chunk"}, {"created", created}, {"model", name},
-                             {"choices", {{{"index", 0}, {"delta", delta}, {"logprobs", lp}, {"finish_reason", finish}}}}}
-                            .dump(-1, ' ', false, json::error_handler_t::replace) + "\n\n";
+    auto chunk = [&](json delta, json lp, json finish) {
+      return "data: " + json_text({{"id", id}, {"object", "chat.completion.chunk"}, {"created", created}, {"model", name},
+                                   {"choices", {{{"index", 0}, {"delta", delta}, {"logprobs", lp}, {"finish_reason", finish}}}}}) + "\n\n";
     };
-    res.set_chunked_content_provider("text/event-stream", [this, g, chunk, body, body_sha256, usage, id, created, name, flight](size_t, httplib::DataSink& sink) {
-     try {
-      auto write = [&](const std::string& s) {
-        if (!sink.write(s.data(), s.size())) {
-          g->cancel();  // the client went away: stop its generation (SV6)
-          return false;
-        }
-        return true;
-      };
-      if (!write(chunk({{"role", "assistant"}, {"content", ""}}, nullptr, nullptr))) return false;
-      TokenEvent ev;
-      while (g->next_event(ev)) {
-        json lp = nullptr;
-        if (ev.logprob) lp = {{"content", {logprob_json(engine_, *ev.logprob, ev.token_text, ev.token_bytes)}}};
-        if ((!ev.delta.empty() || ev.logprob) && !write(chunk({{"content", ev.delta}}, lp, nullptr))) return false;
+    if (!x.begin_stream("text/event-stream", headers)) return g->cancel();
+    if (!x.write(chunk({{"role", "assistant"}, {"content", ""}}, nullptr, nullptr))) return g->cancel();
+    TokenEvent ev;
+    while (g->next_event(ev)) {
+      json lp = nullptr;
+      if (ev.logprob) lp = {{"content", {logprob_json(enc, *ev.logprob, ev.token_text, ev.token_bytes)}}};
+      if ((!ev.delta.empty() || ev.logprob) && !x.write(chunk({{"content", ev.delta}}, lp, nullptr))) return g->cancel();
+      // A call as OpenAI streams one (SV15): its index, id and name first, then its arguments.
+      for (size_t i = 0; i < ev.calls.size(); ++i) {
+        const ReplyCall& c = ev.calls[i];
+        const json head = {{"tool_calls", {{{"index", i}, {"id", c.id}, {"type", "function"}, {"function", {{"name", c.name}, {"arguments", ""}}}}}}};
+        const json args = {{"tool_calls", {{{"index", i}, {"function", {{"arguments", c.arguments}}}}}}};
+        if (!x.write(chunk(head, nullptr, nullptr)) || !x.write(chunk(args, nullptr, nullptr))) return g->cancel();
       }
-      try {
-        const Reply& r = g->reply();
-        audit(body, body_sha256, r);
-        std::string last = chunk(json::object(), nullptr, r.finish_reason);
-        json lastj = json::parse(last.substr(6));  // our own chunk, just written
-        lastj["akv"] = akv_json(r.stats);
-        if (!write("data: " + lastj.dump(-1, ' ', false, json::error_handler_t::replace) + "\n\n")) return false;
-        if (usage &&
-            !write("data: " + json{{"id", id}, {"object", "chat.completion.chunk"}, {"created", created}, {"model", name},
-                                   {"choices", json::array()}, {"usage", usage_json(r)}}
-                                  .dump(-1, ' ', false, json::error_handler_t::replace) + "\n\n"))
-          return false;
-      } catch (const std::exception& e) {
-        // Headers are out: the error goes in the stream, in the same shape.
-        write("data: " + json{{"error", {{"message", e.what()}, {"type", "server_error"}, {"param", nullptr}, {"code", "generation_failed"}}}}.dump(-1, ' ', false, json::error_handler_t::replace) + "\n\n");
+    }
+    try {
+      const Reply& r = g->reply();
+      if (r.cancelled) return;
+      json last = json::parse(chunk(json::object(), nullptr, r.finish_reason).substr(6));
+      last["akv"] = akv_json(r.stats, r.call_errors);
+      if (!x.write("data: " + json_text(last) + "\n\n")) return;
+      if (usage && !x.write("data: " + json_text({{"id", id}, {"object", "chat.completion.chunk"}, {"created", created}, {"model", name},
+                                                  {"choices", json::array()}, {"usage", usage_json(r)}}) + "\n\n"))
+        return;
+    } catch (...) {
+      // Headers are out: the error goes in the stream, in the same shape, and no finish_reason
+      // follows (the reply did not complete).
+      const ApiError e = api_error_of(std::current_exception());
+      x.write("data: " + error_response(e).body + "\n\n");
+    }
+    x.write("data: [DONE]\n\n");
+    x.end();
+  }
+
+  // SV17: POST /v1/responses, read as the chat request it means, on the same engine.
+  void responses(const HttpRequest& req, Exchange& x, const std::string& who, const std::string&) {
+    InFlight flight(in_flight);
+    if (draining) throw shutting_down();
+    require_json(req);
+    const std::string hint = session_header(req);
+    const json original = model::parse_json_limited(req.body, kConversationJson, {ErrorCode::kBadInput, "body"});
+    ChatRequest cr = parse_chat_request(chat_body_of_response(req.body));
+    const std::string name = served_name(cr.model);
+    const std::string sc = scope(who, req, cr.prompt_cache_key);
+    const bool stream = cr.stream;
+    const std::string id = "resp_" + sha256_hex(req.body).substr(0, 24);
+    const int64_t created = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+    std::shared_ptr<Generation> g = engine.submit(std::move(cr), hint, sc);
+    x.on_client_gone([g] { g->cancel(); });
+    const ReplyStats admitted = g->wait_admitted();
+    std::vector<std::pair<std::string, std::string>> headers = {{"x-akv-session", admitted.session},
+                                                                {"x-akv-cache-sha256", admitted.cache_sha256},
+                                                                {"x-akv-guarded-messages", json(admitted.guarded).dump()}};
+    if (!stream) {
+      const Reply& r = g->reply();
+      if (r.cancelled) return;
+      HttpResponse res = json_response(response_json(id, created, name, r, original));
+      res.headers = headers;
+      res.headers.emplace_back("x-akv-logits-sha256", r.stats.logits_sha256);
+      x.respond(res);
+      return;
+    }
+    // The stream of events the openai client reads (response.created ... response.completed).
+    size_t seq = 0;
+    auto event = [&](const std::string& type, json data) {
+      data["type"] = type;
+      data["sequence_number"] = seq++;
+      return x.write("event: " + type + "\ndata: " + json_text(data) + "\n\n");
+    };
+    const std::string msg_id = "msg_" + id.substr(5);
+    json shell = {{"id", id}, {"object", "response"}, {"created_at", created}, {"status", "in_progress"}, {"model", name}, {"output", json::array()}};
+    if (!x.begin_stream("text/event-stream", headers)) return g->cancel();
+    if (!event("response.created", {{"response", shell}}) || !event("response.in_progress", {{"response", shell}})) return g->cancel();
+    bool message_open = false;
+    std::string text;
+    auto open_message = [&] {
+      message_open = true;
+      return event("response.output_item.added", {{"output_index", 0}, {"item", {{"type", "message"}, {"id", msg_id}, {"status", "in_progress"}, {"role", "assistant"}, {"content", json::array()}}}}) &&
+             event("response.content_part.added", {{"item_id", msg_id}, {"output_index", 0}, {"content_index", 0}, {"part", {{"type", "output_text"}, {"text", ""}, {"annotations", json::array()}}}});
+    };
+    TokenEvent ev;
+    while (g->next_event(ev)) {
+      if (ev.delta.empty()) continue;
+      if (!message_open && !open_message()) return g->cancel();
+      text += ev.delta;
+      if (!event("response.output_text.delta", {{"item_id", msg_id}, {"output_index", 0}, {"content_index", 0}, {"delta", ev.delta}})) return g->cancel();
+    }
+    try {
+      const Reply& r = g->reply();
+      if (r.cancelled) return;
+      const json full = response_json(id, created, name, r, original);
+      size_t index = 0;
+      if (message_open || (r.has_content && r.calls.empty())) {
+        if (!message_open && !open_message()) return;
+        const json part = {{"type", "output_text"}, {"text", text}, {"annotations", json::array()}};
+        if (!event("response.output_text.done", {{"item_id", msg_id}, {"output_index", 0}, {"content_index", 0}, {"text", text}}) ||
+            !event("response.content_part.done", {{"item_id", msg_id}, {"output_index", 0}, {"content_index", 0}, {"part", part}}) ||
+            !event("response.output_item.done", {{"output_index", 0}, {"item", full["output"][0]}}))
+          return;
+        index = 1;
       }
-      write("data: [DONE]\n\n");
-      sink.done();
-      return true;
-     } catch (...) {  // never out of the HTTP thread: the connection closes, the request stops
-      g->cancel();
-      return false;
-     }
-    });
-  });
+      for (const json& item : full["output"]) {
+        if (item["type"] != "function_call") continue;
+        json added = item;
+        added["arguments"] = "";
+        added["status"] = "in_progress";
+        if (!event("response.output_item.added", {{"output_index", index}, {"item", added}}) ||
+            !event("response.function_call_arguments.delta", {{"item_id", item["id"]}, {"output_index", index}, {"delta", item["arguments"]}}) ||
+            !event("response.function_call_arguments.done", {{"item_id", item["id"]}, {"output_index", index}, {"arguments", item["arguments"]}}) ||
+            !event("response.output_item.done", {{"output_index", index}, {"item", item}}))
+          return;
+        ++index;
+      }
+      event(r.finish_reason == "length" ? "response.incomplete" : "response.completed", {{"response", full}});
+    } catch (...) {
+      const ApiError e = api_error_of(std::current_exception());
+      event("error", {{"code", e.api_code()}, {"message", e.what()}, {"param", nullptr}});
+    }
+    x.end();
+  }
+
+  // ---- the audit log (SV9): the engine's events, in its order
+
+  void write_audit(const AuditEvent& ev) {
+    json line = {{"akv_audit", 1}, {"kind", ev.kind}, {"scope", sha256_hex(ev.scope).substr(0, 32)}, {"session", ev.session},
+                 {"time", std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count()}};
+    if (ev.kind == "evict") {
+      line["flagged_messages"] = *ev.flagged;
+      line["flagged_keys"] = *ev.flagged_keys;
+    } else if (ev.kind == "chat") {
+      const BackendDescription d = engine.backend_description();
+      const LoadedModel& lm = engine.model();
+      const Reply& r = *ev.reply;
+      line["request_sha256"] = sha256_hex(ev.request->body);
+      line["request_body"] = ev.request->body;  // the bytes the digest is of
+      line["model"] = {{"name", lm.name}, {"source", lm.source}, {"seed", lm.real ? json(nullptr) : json(lm.seed)},
+                       {"sha256", model_sha256.empty() ? json(nullptr) : json(model_sha256)}};
+      line["engine"] = {{"default_max_tokens", engine.options().default_max_tokens},
+                        {"guard", engine.options().guard.patterns},
+                        {"guard_command", engine.options().guard.command.empty() ? json(nullptr) : json(engine.options().guard.command)},
+                        {"kv_type", kv_type_name(engine.options().kv_type)}};
+      line["akv"] = {{"version", akv_version()}, {"commit", akv_commit()}};
+      line["backend"] = {{"name", d.name}, {"isa", d.isa}, {"threads", d.threads}};
+      line["reply"] = {{"tokens", r.tokens}, {"finish_reason", r.finish_reason}, {"stats", akv_json(r.stats, r.call_errors)}};
+    }
+    audit->append(std::move(line));
+  }
+};
+
+HttpServer::HttpServer(Engine& engine, ServerOptions opt) : api_(std::make_unique<Api>(engine, opt)) {
+  if (!is_loopback(opt.host) && opt.api_keys.empty())
+    throw Error(ErrorCode::kBadInput, "--host " + opt.host + ": listening off loopback needs --api-key-file (spec/serving.md SV8)");
+  for (const std::string& k : opt.api_keys)
+    if (k.size() < 16) throw Error(ErrorCode::kBadInput, "--api-key-file: a key has fewer than 16 characters");
+  const LoadedModel& lm = engine.model();
+  if (lm.real) api_->model_sha256 = file_or_folder_sha256(lm.source);
+  if (!opt.audit_log.empty()) {
+    api_->audit = std::make_unique<AuditChainWriter>(opt.audit_log, opt.audit_key);
+    Api* api = api_.get();
+    engine.set_audit([api](const AuditEvent& ev) { api->write_audit(ev); });
+  } else if (!opt.audit_key.empty()) {
+    throw Error(ErrorCode::kBadInput, "--audit-key: needs --audit-log");
+  }
+  TransportOptions t;
+  t.host = opt.host;
+  t.port = opt.port;
+  t.request_timeout_s = opt.read_timeout_s;
+  t.write_timeout_s = opt.write_timeout_s;
+  t.workers = opt.threads != 0 ? opt.threads : static_cast<size_t>(engine.options().parallel) + engine.options().queue + 16;
+  t.max_connections = opt.max_connections;
+  t.max_connections_per_peer = opt.max_connections_per_peer;
+  t.max_body_bytes = kMaxRequestBytes;
+  Api* api = api_.get();
+  transport_ = std::make_unique<HttpTransport>(
+      t, [api](const HttpRequest& r) { return api->route(r); },
+      [](int status, const std::string& code, const std::string& message) {
+        return error_of(status, status >= 500 ? "server_error" : "invalid_request_error", code, message);
+      });
+}
+
+HttpServer::~HttpServer() {
+  transport_->stop();
+  if (api_->audit) api_->engine.set_audit(nullptr);  // the engine outlives this server's log
+}
+
+int HttpServer::bind() { return transport_->bind(); }
+void HttpServer::run() { transport_->run(); }
+void HttpServer::stop() { transport_->stop(); }
+size_t HttpServer::connections() const { return transport_->connections(); }
+
+void HttpServer::drain(int max_s) {
+  api_->draining = true;
+  for (int i = 0; i < max_s * 20 && api_->in_flight > 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  stop();
 }
 
 }  // namespace akv::serve

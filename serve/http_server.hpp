@@ -1,28 +1,35 @@
-// akv serve's HTTP face: OpenAI's chat completions API over cpp-httplib (Debian's
-// libcpp-httplib-dev; docs/serving.md says why), on the Engine (spec/serving.md SV1-SV8).
+// akv serve's API: OpenAI's chat completions and akv's session routes, one handler per route
+// (spec/serving.md SV2-SV13), over the Engine and the HTTP transport (http_transport.hpp).
 #pragma once
 #include <atomic>
 #include <memory>
-#include <mutex>
 #include <string>
+#include <vector>
 
+#include "serve/audit_chain.hpp"
 #include "serve/engine.hpp"
-
-namespace httplib {
-class Server;
-struct Request;
-}
+#include "serve/http_transport.hpp"
 
 namespace akv::serve {
 
 struct ServerOptions {
   std::string host = "127.0.0.1";  // loopback unless told otherwise (SV8)
   int port = 8080;                 // 0: any free port (tests)
-  std::string api_key;             // required on every route but /health when set; needed off loopback
+  /// API keys, each its own caller (SV10); with any, every route but /health needs one, and
+  /// they are needed off loopback.
+  std::vector<std::string> api_keys;
   std::string audit_log;           // append one JSON line per reply (SV9); "" none
-  int read_timeout_s = 30;         // a client that sends nothing for this long is dropped (SV6)
-  int write_timeout_s = 30;
-  int threads = 32;                // HTTP worker threads (connections handled at once)
+  std::string audit_key;           // a PEM Ed25519 private key: sign each audit line (SV9); "" none
+  int read_timeout_s = 30;         // a whole request must arrive within this (SV13)
+  int write_timeout_s = 30;        // a client that does not read for this long is dropped
+  /// Handler threads; 0: the engine's --parallel + --queue + 16, so that every request the engine
+  /// may hold has one and cheap routes are never queued behind them (SV13).
+  size_t threads = 0;
+  size_t max_connections = 512;
+  size_t max_connections_per_peer = 32;
+  /// The names `model` may take and GET /v1/models lists (--served-model-name, repeatable);
+  /// empty: the loaded model's name (SV2).
+  std::vector<std::string> served_names;
 };
 
 /// True for 127.0.0.0/8, ::1 and "localhost".
@@ -30,34 +37,26 @@ bool is_loopback(const std::string& host);
 
 class HttpServer {
  public:
-  /// Checks the options: a host off loopback without an API key is Error(kBadInput) (SV8).
+  /// Checks the options: a host off loopback without an API key, a key shorter than 16
+  /// characters, an audit key that is not an Ed25519 key: Error(kBadInput) (SV8, SV9).
   HttpServer(Engine& engine, ServerOptions opt);
   ~HttpServer();
   /// Binds the socket; returns the port. Error(kOutOfResources) when it cannot bind.
   int bind();
   /// Serves until stop(); bind() first.
   void run();
-  /// Stops accepting and returns run() (the engine drains what it holds).
+  /// Stops accepting, ends every connection and returns run() (the engine drains what it holds).
   void stop();
   /// SIGTERM's drain (SV6): new chat requests get 503; waits (at most `max_s` seconds) until
   /// every request in flight has written its last byte, streams included. Then stop().
   void drain(int max_s);
+  /// Connections open now (for the tests of SV13).
+  size_t connections() const;
 
  private:
-  /// True when no key is set, for /health, or when the request carries the key (SV8).
-  bool authorized(const httplib::Request& req) const;
-  void routes();
-  /// Appends the reply's audit line (SV9); `body_sha256` is sha256_hex(body).
-  void audit(const std::string& body, const std::string& body_sha256, const Reply& r);
-  Engine& engine_;
-  ServerOptions opt_;
-  std::unique_ptr<httplib::Server> http_;
-  std::string model_sha256_;
-  std::mutex audit_mu_;
-  std::atomic<bool> draining_{false};
-  std::atomic<int> in_flight_{0};  // chat requests whose response is not yet fully written
-  int listen_fd_ = -1;
-  static constexpr int kListenBacklog = 512;
+  struct Api;
+  std::unique_ptr<Api> api_;
+  std::unique_ptr<HttpTransport> transport_;
 };
 
 }  // namespace akv::serve

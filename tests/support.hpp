@@ -20,7 +20,7 @@
 #include "verify/check/models.hpp"
 #include "verify/check/run.hpp"
 #include "verify/compare.hpp"
-#include "verify/digest.hpp"
+#include "runtime/digest.hpp"
 
 namespace akv::test {
 

@@ -8,7 +8,7 @@
 #include "cli_support.hpp"
 #include "reference/error.hpp"
 #include "support.hpp"
-#include "verify/backends.hpp"
+#include "runtime/backends.hpp"
 #include "verify/bounds/a_posteriori.hpp"
 #include "verify/check/models.hpp"
 #include "verify/check/run.hpp"

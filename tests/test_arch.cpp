@@ -15,7 +15,7 @@
 #include "reference/ops.hpp"
 #include "reference/session.hpp"
 #include "support.hpp"
-#include "verify/backends.hpp"
+#include "runtime/backends.hpp"
 #include "verify/witness.hpp"
 
 using namespace akv;

@@ -6,7 +6,7 @@
 #include <limits>
 
 #include "support.hpp"
-#include "verify/backends.hpp"
+#include "runtime/backends.hpp"
 
 using namespace akv;
 

@@ -15,7 +15,7 @@
 #include "verify/bounds/end_to_end.hpp"
 #include "verify/bounds/kv_bounds.hpp"
 #include "verify/bounds/op_bounds.hpp"
-#include "verify/models.hpp"
+#include "runtime/models.hpp"
 #include "verify/oracle/exact_sum.hpp"
 #include "verify/oracle/oracle_forward.hpp"
 #include "verify/oracle/real.hpp"

@@ -11,7 +11,7 @@
 #include "cli_support.hpp"
 #include "reference/session.hpp"
 #include "support.hpp"
-#include "verify/backends.hpp"
+#include "runtime/backends.hpp"
 #include "verify/witness.hpp"
 
 using namespace akv;

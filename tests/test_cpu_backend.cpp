@@ -16,7 +16,7 @@
 #include "reference/error.hpp"
 #include "verify/check/per_op.hpp"
 #include "verify/check/run.hpp"
-#include "verify/digest.hpp"
+#include "runtime/digest.hpp"
 
 using namespace akv;
 using namespace akv::test;

@@ -20,13 +20,13 @@
 #include "cuda_emu_support.hpp"
 #include "support.hpp"
 #include "harness_support.hpp"
-#include "verify/backends.hpp"
+#include "runtime/backends.hpp"
 #include "verify/check/invariance.hpp"
 #include "verify/check/variants.hpp"
 #include "verify/check/per_op.hpp"
 #include "verify/check/run.hpp"
 #include "verify/compare.hpp"
-#include "verify/digest.hpp"
+#include "runtime/digest.hpp"
 
 using namespace akv;
 

@@ -14,7 +14,7 @@
 #include "readers/gguf/ggml_type.hpp"
 #include "reference/error.hpp"
 #include "reference/prng.hpp"
-#include "verify/digest.hpp"
+#include "runtime/digest.hpp"
 
 using namespace akv;
 using namespace akv::model;

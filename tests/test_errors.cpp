@@ -6,7 +6,7 @@
 
 #include "reference/error.hpp"
 #include "support.hpp"
-#include "verify/digest.hpp"
+#include "runtime/digest.hpp"
 
 using namespace akv;
 

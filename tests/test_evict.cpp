@@ -7,7 +7,7 @@
 #include "support.hpp"
 #include <ostream>
 #include "verify/compare.hpp"
-#include "verify/digest.hpp"
+#include "runtime/digest.hpp"
 
 using namespace akv;
 using akv::test::build;

@@ -34,7 +34,7 @@ std::pair<int, std::string> run(const std::string& cmd) {
 TEST(F1_FetchModel, PinsAgreeWithTheSpec) {
   const std::string script = read_text(akv::test::source_dir() + "/scripts/fetch-model");
   const std::string spec = read_text(akv::test::source_dir() + "/spec/gguf.md");
-  const std::string models = read_text(akv::test::source_dir() + "/verify/models.cpp");
+  const std::string models = read_text(akv::test::source_dir() + "/runtime/models.cpp");
   // Each real model: the script's pins, the spec's statement of them, and the CLI's own copy.
   struct Pin {
     const char *sha, *size, *size_text, *version;
@@ -46,7 +46,7 @@ TEST(F1_FetchModel, PinsAgreeWithTheSpec) {
     EXPECT_NE(script.find(std::string("VERSION=") + p.version + "\n"), std::string::npos) << p.version;
     EXPECT_NE(spec.find(p.sha), std::string::npos) << "spec/gguf.md F1 does not state the pinned SHA-256 " << p.sha;
     EXPECT_NE(spec.find(p.size_text), std::string::npos) << p.size_text;
-    EXPECT_NE(models.find(std::string(p.size) + ", \"" + p.sha + "\""), std::string::npos) << "verify/models.cpp pins another size or SHA-256";
+    EXPECT_NE(models.find(std::string(p.size) + ", \"" + p.sha + "\""), std::string::npos) << "runtime/models.cpp pins another size or SHA-256";
   }
 }
 
@@ -75,4 +75,26 @@ TEST(F1_FetchModel, MissingModelIsOneLineErrorExit2) {
   EXPECT_NE(out.find(dir.string()), std::string::npos) << out;
   const auto [rc2, out2] = run("'" + akv::test::source_dir() + "/scripts/fetch-model' --bogus");
   EXPECT_EQ(rc2, 2) << out2;
+}
+
+// The CLI finds scripts/fetch-model at run time (no source path is compiled in): $AKV_FETCH_MODEL
+// when set, else above its own executable. A script that prints a path is what is loaded.
+TEST(F1_FetchModel, TheScriptIsFoundAtRunTimeNotThroughACompiledInPath) {
+  const auto dir = std::filesystem::temp_directory_path() / ("akv_f1_find_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir / "empty");
+  const auto script = dir / "fetch";
+  {
+    std::ofstream(script) << "#!/bin/sh\necho \"called with $1\" > '" << (dir / "called").string() << "'\nexit 2\n";
+  }
+  std::filesystem::permissions(script, std::filesystem::perms::owner_all);
+  const auto [rc, out] = run("AKV_MODELS='" + (dir / "empty").string() + "' AKV_FETCH_MODEL='" + script.string() + "' '" + AKV_CLI +
+                             "' tokenize '" + akv::test::example("ja01_banking_bill_important_instructions.json") + "' --model smollm2");
+  EXPECT_EQ(rc, 2) << out;
+  EXPECT_NE(out.find("could not be fetched"), std::string::npos) << out;
+  EXPECT_EQ(read_text((dir / "called").string()), "called with smollm2\n") << "the script named by AKV_FETCH_MODEL was not run";
+  // Without the variable, the one above the executable (the checkout's) is the one run.
+  const std::string binary = read_text(AKV_CLI);
+  EXPECT_EQ(binary.find(akv::test::source_dir() + std::string(1, '\0')), std::string::npos)
+      << "the source tree's path is compiled into the binary (as a string of its own)";
+  std::filesystem::remove_all(dir);
 }

@@ -3,7 +3,7 @@
 // into the first user turn, roles, trim, and the refusal of a vocabulary without the turn tokens.
 #include <gtest/gtest.h>
 
-#include "readers/tokenizer/gemma_chat.hpp"
+#include "chat/gemma_chat.hpp"
 #include "reference/error.hpp"
 
 using namespace akv;

@@ -13,7 +13,7 @@
 #include "support.hpp"
 #include "tests/properties/mutants.hpp"
 #include "verify/check/invariance.hpp"
-#include "verify/backends.hpp"
+#include "runtime/backends.hpp"
 #include "verify/check/run.hpp"
 
 using namespace akv;

@@ -284,9 +284,8 @@ TEST(IN4_StrictOptions, DecimalParsing) {
 TEST(IN2_Fields, TopLevelFieldsThatReachTheModelAreRejected) {
   const std::string msgs = R"("messages": [{"role": "user", "content": "x"}])";
   expect_rejected("{\"system\": \"be brief\", " + msgs + "}", "system: a top-level system prompt (Anthropic's request shape) reaches the model");
-  expect_rejected("{\"tools\": [], " + msgs + "}", "tools: tool definitions reach the model");
-  expect_rejected("{\"functions\": [], " + msgs + "}", "functions: tool definitions reach the model");
-  expect_rejected("{\"tool_choice\": \"auto\", " + msgs + "}", "tool_choice: this request option can change the prompt");
+  expect_rejected("{\"instructions\": \"be brief\", " + msgs + "}", "instructions: a Responses API field");
+  expect_rejected("{\"verbosity\": \"low\", " + msgs + "}", "verbosity: this option changes what a reasoning model is told");
   expect_rejected("{\"input\": [], " + msgs + "}", "input: an OpenAI Responses API body");
   expect_rejected("{\"frobnicate\": 1, " + msgs + "}", "frobnicate: unknown top-level field");
   // Sampling and provenance fields never reach the prompt: ignored and listed.

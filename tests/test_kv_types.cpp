@@ -20,10 +20,10 @@
 #include "reference/ops.hpp"
 #include "reference/session.hpp"
 #include "reference/stored_weights.hpp"
-#include "verify/backends.hpp"
+#include "runtime/backends.hpp"
 #include "verify/check/run.hpp"
-#include "verify/digest.hpp"
-#include "verify/models.hpp"
+#include "runtime/digest.hpp"
+#include "runtime/models.hpp"
 
 using namespace akv;
 using namespace akv::test;

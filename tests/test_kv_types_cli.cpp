@@ -16,8 +16,8 @@
 #include "serve/audit.hpp"
 #include "serve/engine.hpp"
 #include "serve/http_server.hpp"
-#include "verify/backends.hpp"
-#include "verify/models.hpp"
+#include "runtime/backends.hpp"
+#include "runtime/models.hpp"
 
 using namespace akv;
 using json = nlohmann::json;

@@ -17,8 +17,8 @@
 #include "cli_support.hpp"
 #include "support.hpp"
 #include <nlohmann/json.hpp>
-#include "verify/backends.hpp"
-#include "verify/digest.hpp"
+#include "runtime/backends.hpp"
+#include "runtime/digest.hpp"
 
 using namespace akv;
 using akv::test::built;

@@ -7,8 +7,8 @@
 
 #include "reference/session.hpp"
 #include "support.hpp"
-#include "verify/backends.hpp"
-#include "verify/digest.hpp"
+#include "runtime/backends.hpp"
+#include "runtime/digest.hpp"
 
 using namespace akv;
 

@@ -7,7 +7,7 @@
 #include "reference/error.hpp"
 #include "reference/model.hpp"
 #include "reference/prng.hpp"
-#include "verify/digest.hpp"
+#include "runtime/digest.hpp"
 
 using namespace akv;
 

@@ -5,8 +5,8 @@
 
 #include <set>
 
-#include "verify/digest.hpp"
-#include "verify/published_templates.hpp"
+#include "runtime/digest.hpp"
+#include "chat/published_templates.hpp"
 
 using namespace akv;
 

@@ -25,101 +25,24 @@
 #include "reference/error.hpp"
 #include "reference/session.hpp"
 #include "serve/audit.hpp"
+#include "serve/audit_chain.hpp"
 #include "serve/chat_request.hpp"
 #include "serve/guard.hpp"
 #include "serve/http_server.hpp"
 #include "serve/sampler.hpp"
 #include "serve/session_store.hpp"
 #include "cli_support.hpp"
+#include "serve_support.hpp"
 #include "hostile_json.hpp"
 #include "support.hpp"
-#include "verify/backends.hpp"
-#include "verify/digest.hpp"
+#include "runtime/backends.hpp"
+#include "runtime/digest.hpp"
 
 namespace akv {
 namespace {
 using json = nlohmann::json;
+using namespace test_serve;
 namespace fs = std::filesystem;
-
-// A server on 127.0.0.1, a free port, running on its own thread until destroyed.
-struct TestServer {
-  std::unique_ptr<serve::Engine> engine;
-  std::unique_ptr<serve::HttpServer> http;
-  std::thread thread;
-  int port = 0;
-  explicit TestServer(serve::EngineOptions eo = {}, serve::ServerOptions so = {}, const std::string& model = "tiny") {
-    LoadedModel lm = load_model(model, 1);
-    auto b = make_backend("cpu", lm.model, {});
-    engine = std::make_unique<serve::Engine>(std::move(lm), std::move(b), eo);
-    so.port = 0;
-    http = std::make_unique<serve::HttpServer>(*engine, so);
-    port = http->bind();
-    thread = std::thread([this] { http->run(); });
-  }
-  ~TestServer() {
-    http->stop();
-    thread.join();
-  }
-  httplib::Client client() const {
-    httplib::Client c("127.0.0.1", port);
-    c.set_read_timeout(120, 0);
-    return c;
-  }
-};
-
-// A raw TCP connection to 127.0.0.1:port whose reads give up after recv_timeout_s (for what an
-// HTTP client library will not send); -1 when it cannot connect.
-int loopback_socket(int port, int recv_timeout_s) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return -1;
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  timeval tv{recv_timeout_s, 0};
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) != 0) {
-    close(fd);
-    return -1;
-  }
-  return fd;
-}
-
-struct Answer {
-  int status = 0;
-  json body;
-  std::string session;
-};
-
-Answer post(const TestServer& s, const json& body, const std::string& session = "", const std::string& path = "/v1/chat/completions",
-            const std::string& key = "") {
-  httplib::Client c = s.client();
-  httplib::Headers h;
-  if (!session.empty()) h.emplace("x-akv-session", session);
-  if (!key.empty()) h.emplace("Authorization", "Bearer " + key);
-  auto r = c.Post(path, h, body.dump(), "application/json");
-  if (!r) {
-    ADD_FAILURE() << "no response from the server: " << httplib::to_string(r.error());
-    return {};
-  }
-  Answer a;
-  a.status = r->status;
-  a.body = json::parse(r->body, nullptr, false);
-  a.session = r->get_header_value("x-akv-session");
-  return a;
-}
-
-// What must be byte-equal between two replies to the same request (SV1): the choices (tokens'
-// text, logprobs, finish reason), the cache digest and the logits digest.
-std::string reply_bits(const json& b) {
-  return b["choices"].dump() + " " + b["akv"]["cache_sha256"].get<std::string>() + " " + b["akv"]["logits_sha256"].get<std::string>();
-}
-
-json request_of(const json& messages, int max_tokens = 3) {
-  return {{"messages", messages}, {"max_tokens", max_tokens}, {"logprobs", true}, {"top_logprobs", 2}};
-}
-
-std::atomic<int> cold_counter{0};
-std::string cold_session() { return "cold-" + std::to_string(cold_counter++); }  // never cached: a cold start
 
 // ---- SV1/SV3: reuse equals cold, turn by turn, with a poisoned tool result dropped mid-way
 
@@ -251,24 +174,6 @@ TEST(SV3_Evict, AFlagNeverReachesARequestThatNamedNoSession) {
 }
 
 // ---- SV3: flags belong to the session a client names, whatever the cache and the load
-
-// The content a stream carried, and whether it ended with [DONE].
-std::string streamed_content(const std::string& body, bool& done) {
-  std::string content;
-  done = false;
-  std::istringstream lines(body);
-  for (std::string line; std::getline(lines, line);) {
-    if (line.rfind("data: ", 0) != 0) continue;
-    if (line == "data: [DONE]") {
-      done = true;
-      continue;
-    }
-    const json chunk = json::parse(line.substr(6));  // kept: a range-for over a temporary's member dangles
-    for (const json& ch : chunk["choices"])
-      if (ch["delta"].contains("content")) content += ch["delta"]["content"].get<std::string>();
-  }
-  return content;
-}
 
 const json kPoisoned = json::array({{{"role", "user"}, {"content", "hi"}}, {{"role", "user"}, {"content", "POISON"}},
                                     {{"role", "user"}, {"content", "ok"}}});
@@ -533,6 +438,18 @@ TEST(SV7_Guard, TheCommandSeesTheWholeResultAndMayIgnoreIt) {
   EXPECT_THROW(serve::Guard({{}, "exit 0", 0}), Error);
 }
 
+TEST(SV10_Scope, TheGuardCommandsVerdictsAreKeptPerScope) {
+  // A command that counts its runs: one caller's verdict is never another's (nor its timing).
+  const fs::path count = fs::temp_directory_path() / ("akv_guard_runs_" + std::to_string(getpid()));
+  fs::remove(count);
+  serve::Guard g({{}, "echo x >> '" + count.string() + "'; exit 0", 5});
+  EXPECT_FALSE(g.flags("result", "key:a/"));
+  EXPECT_FALSE(g.flags("result", "key:a/"));  // kept: no second run
+  EXPECT_FALSE(g.flags("result", "key:b/"));  // another scope: its own run
+  EXPECT_EQ(test::slurp(count.string()), "x\nx\n");
+  fs::remove(count);
+}
+
 // ---- SV5: logprobs are of the model's distribution; greedy draws the top one
 
 TEST(SV5_Logprobs, GreedyTokensAreTheirOwnTopLogprob) {
@@ -563,12 +480,14 @@ TEST(SV6_Errors, BadRequestsGetOpenAIErrorsNamingTheProblem) {
   const std::vector<Case> cases = {
       {{{"messages", {ok}}, {"bogus", 1}}, 400, "bogus"},
       {{{"messages", {ok}}, {"n", 2}}, 400, "n:"},
-      {{{"messages", {ok}}, {"temperature", 0.7}}, 400, "seed"},
+      {{{"messages", {ok}}, {"temperature", 0.7}, {"seed", -1}}, 400, "seed"},
       {{{"messages", {ok}}, {"temperature", 3}}, 400, "temperature"},
       {{{"messages", {ok}}, {"max_tokens", 0}}, 400, "max_tokens"},
       {{{"messages", {ok}}, {"top_logprobs", 3}}, 400, "logprobs"},
       {{{"messages", {ok}}, {"frequency_penalty", 0.5}}, 400, "frequency_penalty"},
-      {{{"messages", {ok}}, {"tools", json::array()}}, 400, "tools"},
+      {{{"messages", {ok}}, {"tools", {{{"type", "retrieval"}}}}}, 400, "tools"},
+      {{{"messages", {ok}}, {"tool_choice", "required"}}, 400, "no tools"},
+      {{{"messages", {ok}}, {"response_format", {{"type", "yaml"}}}}, 400, "response_format.type"},
       {{{"messages", {ok}}, {"poisoned", {0}}}, 400, "poisoned"},
       {{{"messages", {ok}}, {"model", "gpt-4o"}}, 404, "gpt-4o"},
       {{{"messages", {{{"role", "robot"}, {"content", "x"}}}}}, 400, "robot"},
@@ -619,14 +538,6 @@ TEST(SV6_Errors, BadRequestsGetOpenAIErrorsNamingTheProblem) {
   ASSERT_TRUE(r);
   EXPECT_EQ(json::parse(r->body)["data"][0]["id"], "tiny");
   EXPECT_EQ(post(s, {{"messages", {ok}}, {"max_tokens", 2}}).status, 200);
-}
-
-// Everything a raw connection receives until the server closes it or its receive timeout passes.
-std::string read_all(int fd) {
-  std::string got;
-  char buf[4096];
-  for (ssize_t n; (n = recv(fd, buf, sizeof buf, 0)) > 0;) got.append(buf, static_cast<size_t>(n));
-  return got;
 }
 
 TEST(SV6_Errors, OtherMethodsAre405AtOnceAndTheirBodyIsNeverARequest) {
@@ -691,7 +602,7 @@ TEST(SV6_Errors, TooManyRequestsGet429WithRetryAfter) {
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 429);
   EXPECT_EQ(r->get_header_value("Retry-After"), "1");
-  EXPECT_EQ(json::parse(r->body)["error"]["code"], "rate_limit_exceeded");
+  EXPECT_EQ(json::parse(r->body)["error"]["code"], "queue_full");
   slow.join();
 }
 
@@ -708,7 +619,7 @@ TEST(SV8_Auth, OffLoopbackNeedsAKeyAndAMissingKeyIs401) {
     EXPECT_NE(std::string(err.what()).find("--api-key-file"), std::string::npos);
   }
   serve::ServerOptions keyed;
-  keyed.api_key = "0123456789abcdef-secret";
+  keyed.api_keys = {"0123456789abcdef-secret"};
   TestServer s({}, keyed);
   const json req = {{"messages", {{{"role", "user"}, {"content", "hi"}}}}, {"max_tokens", 2}};
   const Answer none = post(s, req), wrong = post(s, req, "", "/v1/chat/completions", "0123456789abcdef-secreT");
@@ -717,7 +628,7 @@ TEST(SV8_Auth, OffLoopbackNeedsAKeyAndAMissingKeyIs401) {
     EXPECT_EQ(a.body["error"]["code"], "invalid_api_key");
     EXPECT_EQ(a.body.dump().find("secret"), std::string::npos);  // nothing of the key leaks
   }
-  EXPECT_EQ(post(s, req, "", "/v1/chat/completions", keyed.api_key).status, 200);
+  EXPECT_EQ(post(s, req, "", "/v1/chat/completions", keyed.api_keys[0]).status, 200);
   // Two requests with a wrong key on one kept-alive connection, each body sent after its
   // headers (as the openai client does): 401 both times, the body never read as a request.
   const int fd = loopback_socket(s.port, 10);
@@ -1054,13 +965,20 @@ TEST(SV6_Limits, AStalledClientIsDroppedAndAnOversizedBodyIs413) {
 // strict JSON reader; a hostile one fails its line naming the problem, never the replay.
 TEST(SV9_Audit, HostileLinesAndBodiesFailTheirLineNamingTheProblem) {
   const fs::path log = fs::temp_directory_path() / ("akv_test_hostile_audit_" + std::to_string(getpid()) + ".jsonl");
-  std::string text;
-  for (const test::HostileJson& h : test::hostile_json()) text += h.text + "\n";
+  // Lines chained as a server chains them (SV9), so that what is checked is their content.
+  std::string text, prev = serve::kGenesis;
+  uint64_t seq = 0;
+  auto add = [&](const std::string& line) {
+    text += line + "\n";
+    prev = sha256_hex(line);
+    ++seq;
+  };
+  for (const test::HostileJson& h : test::hostile_json()) add(h.text);
   for (const test::HostileJson& h : test::hostile_json())
-    text += json{{"akv_audit", 1}, {"request_body", h.text}, {"request_sha256", sha256_hex(h.text)}, {"model", {{"name", "tiny"}, {"sha256", nullptr}}},
-                 {"backend", {{"name", "cpu"}, {"threads", 1}}}, {"engine", {{"default_max_tokens", 5}, {"guard", json::array()}}}}
-                .dump() +
-            "\n";
+    add(json{{"akv_audit", 1}, {"kind", "chat"}, {"seq", seq + 1}, {"prev_sha256", prev}, {"request_body", h.text},
+             {"request_sha256", sha256_hex(h.text)}, {"model", {{"name", "tiny"}, {"sha256", nullptr}}},
+             {"backend", {{"name", "cpu"}, {"threads", 1}}}, {"engine", {{"default_max_tokens", 5}, {"guard", json::array()}}}}
+            .dump());
   std::ofstream(log, std::ios::binary | std::ios::trunc) << text;
   const serve::AuditReport rep = serve::replay_audit_log(log.string());
   const std::vector<test::HostileJson> hs = test::hostile_json();
@@ -1132,8 +1050,10 @@ TEST(SV9_Audit, OneLinePerReplyWithTheDigests) {
   std::ofstream(log, std::ios::trunc) << text;
   const serve::AuditReport bad = serve::replay_audit_log(log.string());
   EXPECT_FALSE(bad.passed());
-  EXPECT_EQ(bad.reproduced(), 2u);
+  EXPECT_EQ(bad.reproduced(), 1u);
   EXPECT_EQ(bad.lines[0].why, "the logits digest differs");
+  EXPECT_NE(bad.lines[1].why.find("prev_sha256"), std::string::npos) << bad.lines[1].why;  // the chain shows the edit too
+  EXPECT_EQ(bad.first_failure(), 1u);
   EXPECT_EQ(test::run_akv({"audit", log.string()}).code, 1);
   std::ofstream(log, std::ios::trunc).close();
   EXPECT_FALSE(serve::replay_audit_log(log.string()).passed());

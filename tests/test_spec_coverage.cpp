@@ -1,6 +1,8 @@
 // Every spec clause is named by a test, every test names a clause that exists, every clause
-// id a code comment cites exists, spec/README.md's index lists each file's clauses, and every
-// Markdown file a comment or a link names is in the repository (spec/README.md).
+// id a code comment cites exists, spec/README.md's index lists each file's clauses, every
+// Markdown file a comment or a link names is in the repository (spec/README.md), and every
+// clause of theorems.md and bounds.md says whether Coq checked it, naming theorems proofs/
+// declares (docs/proofs.md).
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -9,6 +11,9 @@
 #include <regex>
 #include <set>
 #include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "source_comments.hpp"
 #include "text_file.hpp"
@@ -60,7 +65,7 @@ std::set<std::string> named_by_tests() {
 // a script (#). Build trees are skipped.
 std::vector<std::pair<fs::path, bool>> commented_sources() {
   std::vector<std::pair<fs::path, bool>> out;
-  for (const char* dir : {"reference", "optimized", "verify", "gate", "leakage", "campaign", "bench", "cli", "readers", "serve", "tests", "fuzz", "scripts", "include", "plugins",
+  for (const char* dir : {"reference", "optimized", "verify", "gate", "leakage", "campaign", "bench", "cli", "readers", "chat", "serve", "tests", "fuzz", "scripts", "include", "plugins",
                           "examples", "cmake"}) {
     const fs::path root = fs::path(AKV_SOURCE_DIR) / dir;
     if (!fs::exists(root)) continue;
@@ -217,4 +222,97 @@ TEST(Spec_Coverage, TheIndexListsEachFilesClauses) {
     EXPECT_EQ(listed, defined[file]) << "spec/README.md lists other clauses for " << file << " than it defines";
   }
   for (const auto& [file, ids] : defined) EXPECT_TRUE(rows.count(file)) << "spec/README.md has no row for " << file;
+}
+
+namespace {
+
+// The text of each clause of a spec file: from its heading to the next heading.
+std::vector<std::pair<std::string, std::string>> clause_bodies(const std::string& file) {
+  std::vector<std::pair<std::string, std::string>> out;
+  const std::regex head(R"(^#{1,6} \[([A-Z]{1,3}[0-9]+)\].*$)"), other(R"(^#{1,6} .*$)");
+  std::stringstream s(read_text(fs::path(AKV_SOURCE_DIR) / "spec" / file));
+  std::string line;
+  while (std::getline(s, line)) {
+    std::smatch m;
+    if (std::regex_match(line, m, head)) out.push_back({m[1], ""});
+    else if (std::regex_match(line, other)) out.push_back({"", ""});
+    else if (!out.empty()) out.back().second += line + "\n";
+  }
+  std::erase_if(out, [](const auto& c) { return c.first.empty(); });
+  return out;
+}
+
+// The Theorem and Lemma names of proofs/*.v (comments dropped).
+std::set<std::string> coq_theorems() {
+  std::set<std::string> out;
+  const std::regex decl(R"((?:^|\n)\s*(?:Theorem|Lemma)\s+([A-Za-z0-9_']+))");
+  for (const auto& e : fs::directory_iterator(fs::path(AKV_SOURCE_DIR) / "proofs")) {
+    if (e.path().extension() != ".v") continue;
+    std::string text = read_text(e.path()), code;
+    int depth = 0;
+    for (size_t i = 0; i < text.size(); ++i) {
+      if (text.compare(i, 2, "(*") == 0) ++depth, ++i;
+      else if (depth && text.compare(i, 2, "*)") == 0) --depth, ++i;
+      else if (!depth) code += text[i];
+    }
+    for (std::sregex_iterator it(code.begin(), code.end(), decl), end; it != end; ++it) out.insert((*it)[1]);
+  }
+  return out;
+}
+
+}  // namespace
+
+// docs/proofs.md: each clause of the theorems and the bounds says whether a proof assistant
+// checked it ("checked: Coq `Name`") or why it stays on paper ("paper only: ...").
+TEST(Spec_Coverage, EveryTheoremAndBoundClauseSaysCheckedOrPaperOnly) {
+  size_t checked = 0, paper = 0;
+  for (const char* file : {"theorems.md", "bounds.md"}) {
+    const auto cs = clause_bodies(file);
+    ASSERT_GE(cs.size(), 5u) << "spec/" << file << ": too few clauses found";
+    for (const auto& [id, body] : cs) {
+      const bool c = body.find("checked: Coq `") != std::string::npos, p = body.find("paper only:") != std::string::npos;
+      EXPECT_TRUE(c || p) << "clause [" << id << "] in spec/" << file
+                          << " says neither \"checked: Coq `Name`\" nor \"paper only: why\"";
+      checked += c, paper += p;
+    }
+  }
+  EXPECT_GE(checked, 10u);
+  EXPECT_GE(paper, 5u);
+}
+
+// A clause that says "checked: Coq `Name`" names theorems proofs/ declares, each named after
+// that clause; scripts/prove (CTest proofs_coq) checks that Coq proves them, axioms included.
+TEST(Spec_Coverage, EveryCheckedClauseNamesCoqTheoremsThatExist) {
+  const auto theorems = coq_theorems();
+  ASSERT_GE(theorems.size(), 20u) << "proofs/*.v: too few theorems found: is AKV_SOURCE_DIR right?";
+  const std::regex name(R"(`([A-Z]{1,3}[0-9]+_[A-Za-z0-9_']*)`)");
+  size_t named = 0;
+  for (const auto& e : fs::directory_iterator(fs::path(AKV_SOURCE_DIR) / "spec")) {
+    if (e.path().extension() != ".md") continue;
+    for (const auto& [id, body] : clause_bodies(e.path().filename().string()))
+      for (size_t at = body.find("checked: Coq"); at != std::string::npos; at = body.find("checked: Coq", at + 1)) {
+        const std::string para = body.substr(at, body.find("\n\n", at) - at);
+        for (std::sregex_iterator it(para.begin(), para.end(), name), end; it != end; ++it) {
+          const std::string nm = (*it)[1];
+          ++named;
+          EXPECT_TRUE(theorems.count(nm)) << "clause [" << id << "] says checked: Coq `" << nm << "`, which proofs/ does not declare";
+          EXPECT_EQ(nm.rfind(id + "_", 0), 0u) << "clause [" << id << "] cites Coq `" << nm << "`, named after another clause";
+        }
+      }
+  }
+  EXPECT_GE(named, 15u) << "the scan found too few Coq names in spec/: is it broken?";
+}
+
+// Every Coq theorem named after a clause (<ID>_...) is named after a clause that exists.
+TEST(Spec_Coverage, CoqTheoremsAreNamedAfterClausesThatExist) {
+  const auto cs = clauses();
+  const std::regex clause_name(R"(^([A-Z]{1,3}[0-9]+)_.*)");
+  size_t n = 0;
+  for (const auto& t : coq_theorems()) {
+    std::smatch m;
+    if (!std::regex_match(t, m, clause_name)) continue;
+    ++n;
+    EXPECT_TRUE(cs.count(m[1])) << "proofs/: theorem " << t << " is named after clause [" << m[1] << "], which no spec file defines";
+  }
+  EXPECT_GE(n, 15u);
 }

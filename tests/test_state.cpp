@@ -7,7 +7,7 @@
 #include "reference/forward.hpp"
 #include "support.hpp"
 #include "verify/compare.hpp"
-#include "verify/digest.hpp"
+#include "runtime/digest.hpp"
 
 using namespace akv;
 

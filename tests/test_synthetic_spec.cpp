@@ -12,8 +12,8 @@
 #include "reference/session.hpp"
 #include "reference/synthetic_spec.hpp"
 #include "tests/cli_support.hpp"
-#include "verify/backends.hpp"
-#include "verify/models.hpp"
+#include "runtime/backends.hpp"
+#include "runtime/models.hpp"
 
 namespace akv {
 namespace {

@@ -15,9 +15,9 @@
 #include "tests/bad_model_support.hpp"
 #include "tests/support/gguf_builder.hpp"
 #include "readers/tokenizer/bpe_tokenizer.hpp"
-#include "readers/tokenizer/chatml.hpp"
+#include "chat/chatml.hpp"
 #include "reference/error.hpp"
-#include "verify/models.hpp"
+#include "runtime/models.hpp"
 #include "verify/witness.hpp"
 
 using namespace akv;
@@ -387,14 +387,14 @@ TEST(CT2_MessageText, EveryFieldIsWritten) {
                   {"c2", "sh", "ls \"/\"", "custom"}};
   EXPECT_EQ(chatml_message_text(a),
             "assistant\n<refusal>no</refusal>\n"
-            "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"x\": 1}, \"id\": \"call_1\"}\n</tool_call>\n"
+            "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"x\": 1}}\n</tool_call>\n"
             "<tool_call>\n{\"name\": \"g\", \"arguments\": \"not json\"}\n</tool_call>\n"
-            "<tool_call>\n{\"name\": \"sh\", \"input\": \"ls \\\"/\\\"\", \"id\": \"c2\"}\n</tool_call>");
+            "<tool_call>\n{\"name\": \"sh\", \"input\": \"ls \\\"/\\\"\"}\n</tool_call>");  // ids are not written (CT14)
   a.content = "sure";
   a.refusal.clear();
   a.tool_calls.resize(1);
   EXPECT_EQ(chatml_message_text(a),
-            "assistant\nsure\n<tool_call>\n{\"name\": \"f\", \"arguments\": {\"x\": 1}, \"id\": \"call_1\"}\n</tool_call>");
+            "assistant\nsure\n<tool_call>\n{\"name\": \"f\", \"arguments\": {\"x\": 1}}\n</tool_call>");
 }
 
 namespace {

@@ -6,8 +6,8 @@
 
 #include "readers/conversation/chat_parse.hpp"
 #include "readers/tokenizer/spm_tokenizer.hpp"
-#include "readers/tokenizer/turn_encoder.hpp"
-#include "readers/tokenizer/turn_templates.hpp"
+#include "chat/turn_encoder.hpp"
+#include "chat/turn_templates.hpp"
 #include "reference/error.hpp"
 #include "tests/bad_model_support.hpp"
 #include "tests/text_file.hpp"

@@ -1,6 +1,6 @@
 // What a third party needs to re-run a witness and check it (spec/operations.md O9): akv's
 // version and commit, the input's and the model file's SHA-256, the typed options, the CPU
-// and ISA, and the time; and the re-run that `akv verify` makes from it.
+// and ISA, and the time (runtime/build_info); and the re-run that `akv verify` makes from it.
 #pragma once
 #include <nlohmann/json.hpp>
 #include <string>
@@ -8,22 +8,6 @@
 #include "verify/witness.hpp"
 
 namespace akv {
-
-/// "0.1.0": the project version (CMakeLists.txt).
-std::string akv_version();
-/// The git commit akv was built from, read at every build ("unknown" outside a git checkout;
-/// "+dirty.HASH" when the tree differed, HASH of the change; spec/operations.md O9).
-std::string akv_commit();
-
-/// The CPU's model name from /proc/cpuinfo ("unknown" when it has none).
-std::string cpu_model();
-
-/// The time now, UTC, ISO 8601 to the second ("2026-12-04T11:24:42Z").
-std::string utc_now();
-
-/// Lower-case hex SHA-256 of a file's bytes (a model folder: of the sorted list of its regular
-/// files' names and digests). Error(kBadInput) when it cannot be read.
-std::string file_or_folder_sha256(const std::string& path);
 
 /// The provenance block of a witness run on `file` with `opt` (O9): "akv" {version, commit},
 /// "input" {path, sha256}, "model" {name, source, sha256 or null for a synthetic one},

@@ -12,11 +12,11 @@
 #include "reference/error.hpp"
 #include "reference/strict.hpp"
 #include "reference/session.hpp"
-#include "verify/backends.hpp"
+#include "runtime/backends.hpp"
 #include "verify/compare.hpp"
-#include "verify/digest.hpp"
+#include "runtime/digest.hpp"
 #include "verify/json_number.hpp"
-#include "verify/models.hpp"
+#include "runtime/models.hpp"
 
 namespace akv {
 

@@ -16,7 +16,7 @@
 #include "reference/chat_encoder.hpp"
 #include "reference/session.hpp"
 #include "reference/policy.hpp"
-#include "verify/backends.hpp"
+#include "runtime/backends.hpp"
 #include "verify/redact.hpp"
 
 namespace akv {
@@ -29,7 +29,7 @@ using WitnessProgress = std::function<void(const std::string& phase, size_t done
 using ApproxEvict = std::function<EvictStats(Session&, std::span<const SpanId>, EvictPolicy)>;
 
 struct WitnessOptions {
-  std::string model = "smollm2";  // a name or path load_model (verify/models.hpp) resolves: the real model by default (synthetic ones only when named)
+  std::string model = "smollm2";  // a name or path load_model (runtime/models.hpp) resolves: the real model by default (synthetic ones only when named)
   uint64_t seed = 1;
   std::string backend = "cpu";  // the default: the cpu backend passes the suite
   /// The cache type of every session the witness builds (spec/state.md S5): E1, E3 and I1 are

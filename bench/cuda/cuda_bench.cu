@@ -24,7 +24,7 @@
 #include "optimized/cuda/device/dev_buffer.hpp"
 #include "optimized/cuda/device/kernels.cuh"
 #include "reference/session.hpp"
-#include "verify/digest.hpp"
+#include "runtime/digest.hpp"
 
 using namespace akv;
 using cuda::dev::Buffer;

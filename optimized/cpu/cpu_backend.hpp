@@ -102,7 +102,7 @@ class CpuBackend final : public Backend {
   static constexpr int kAttnRows = 16;  // 16 tokens x 3 heads fill three 16-lane sets (K4 lane path)
 };
 
-/// make_backend("cpu", ...) of verify/backends.cpp.
+/// make_backend("cpu", ...) of runtime/backends.cpp.
 std::unique_ptr<Backend> make_cpu_backend(std::shared_ptr<const Model> model, const CpuOptions& opt = {});
 
 }  // namespace akv::cpu

@@ -38,6 +38,11 @@ const std::set<std::string>& top_level_ignored() {
       "source", "tags", "note", "notes", "description", "metadata", "id", "created", "created_at", "timestamp",
       "model", "user", "temperature", "top_p", "top_k", "seed", "n", "stream", "stream_options", "stop", "max_tokens",
       "max_completion_tokens", "presence_penalty", "frequency_penalty", "logit_bias", "logprobs", "top_logprobs", "store",
+      "prompt_cache_key",      // a cache key: akv serve scopes its cache by it (spec/serving.md SV10)
+      "service_tier", "safety_identifier",  // billing and abuse tracking of OpenAI's platform: transport
+      // Decoding constraints: they mask tokens after the logits, never the prompt (spec/input.md
+      // IN10); akv serve honours them (spec/serving.md SV14-SV16), a witness file lists them.
+      "tool_choice", "parallel_tool_calls", "response_format", "function_call",
       "akv_counterexample"};  // a property's counterexample file: how it was found (spec/properties.md)
   return keys;
 }
@@ -47,12 +52,12 @@ const char* top_level_reaches_model(const std::string& key) {
   if (key == "system")
     return "a top-level system prompt (Anthropic's request shape) reaches the model; write it as messages[0] with "
            "role \"system\" (spec/input.md IN2)";
-  if (key == "tools" || key == "functions")
-    return "tool definitions reach the model: chat templates render them into the prompt, and akv's template renders "
-           "none, so a certificate would cover another prompt than the one the agent ran; remove them, or render them "
-           "into a system message yourself (spec/input.md IN2)";
-  if (key == "tool_choice" || key == "response_format" || key == "parallel_tool_calls" || key == "instructions")
-    return "this request option can change the prompt the model reads and akv does not render it (spec/input.md IN2)";
+  if (key == "instructions")
+    return "a Responses API field: in a chat request the instructions are messages[0] with role \"system\" "
+           "(POST /v1/responses takes it; spec/input.md IN2)";
+  if (key == "reasoning_effort" || key == "verbosity")
+    return "this option changes what a reasoning model is told, and akv's templates render no such prompt: send null, "
+           "or leave it out (spec/input.md IN10)";
   if (key == "input")
     return "an OpenAI Responses API body: akv reads chat \"messages\"; convert its input items to messages "
            "(docs/auditors-guide.md, Other formats; spec/input.md IN2)";
@@ -265,6 +270,61 @@ std::vector<size_t> poisoned_list(const json& p, size_t messages) {
   }
   return out;
 }
+// A JSON schema's nesting is bounded by IN3's depth; what is checked here is the tool's shape.
+bool valid_tool_name(const std::string& n) {
+  if (n.empty() || n.size() > 64) return false;
+  for (const char ch : n)
+    if (!(std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '-')) return false;
+  return true;
+}
+
+// IN10: `tools` (function tools) or the legacy `functions`, in the request's order, each kept
+// as compact JSON with its keys' order (read again as ordered JSON from the checked text).
+std::vector<ToolDef> parse_tools(const json& j, std::string_view text) {
+  const bool has_tools = j.contains("tools") && !j["tools"].is_null(), has_functions = j.contains("functions") && !j["functions"].is_null();
+  if (!has_tools && !has_functions) return {};
+  if (has_tools && has_functions) bad("functions", "give tools or the legacy functions, not both");
+  const char* key = has_tools ? "tools" : "functions";
+  if (!j[key].is_array()) bad(key, "expected an array, got " + type_of(j[key]));
+  const nlohmann::ordered_json ordered = nlohmann::ordered_json::parse(text)[key];
+  std::vector<ToolDef> out;
+  std::set<std::string> names;
+  for (size_t i = 0; i < j[key].size(); ++i) {
+    const std::string w = std::string(key) + "[" + std::to_string(i) + "]";
+    const json& t = j[key][i];
+    if (!t.is_object()) bad(w, "expected an object, got " + type_of(t));
+    json f;
+    if (has_tools) {
+      if (!t.contains("type") || t["type"] != "function")
+        bad(w + ".type", "only function tools are rendered (\"type\": \"function\"); a custom or built-in tool has no "
+                         "template form in akv (spec/input.md IN10)");
+      for (const auto& [k, v] : t.items())
+        if (k != "type" && k != "function") bad(w + "." + printable(k, 40), "unknown field of a tool (type, function)");
+      if (!t.contains("function") || !t["function"].is_object()) bad(w + ".function", "expected an object");
+      f = t["function"];
+    } else {
+      f = t;
+    }
+    const std::string fw = has_tools ? w + ".function" : w;
+    for (const auto& [k, v] : f.items())
+      if (k != "name" && k != "description" && k != "parameters" && k != "strict")
+        bad(fw + "." + printable(k, 40), "unknown field of a function (name, description, parameters, strict)");
+    if (!f.contains("name") || !f["name"].is_string() || !valid_tool_name(f["name"].get<std::string>()))
+      bad(fw + ".name", "expected 1 to 64 of A-Z a-z 0-9 _ -");
+    if (f.contains("description") && !f["description"].is_string()) bad(fw + ".description", "expected a string");
+    if (f.contains("parameters") && !f["parameters"].is_object()) bad(fw + ".parameters", "expected a JSON schema object");
+    if (f.contains("strict") && !f["strict"].is_boolean() && !f["strict"].is_null()) bad(fw + ".strict", "expected true or false");
+    ToolDef d;
+    d.name = f["name"].get<std::string>();
+    if (!names.insert(d.name).second) bad(fw + ".name", "'" + d.name + "' is named twice");
+    const nlohmann::ordered_json o = has_tools ? ordered[i] : nlohmann::ordered_json{{"type", "function"}, {"function", ordered[i]}};
+    d.json = o.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+    if (f.contains("parameters")) d.parameters = o["function"]["parameters"].dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+    d.strict = f.contains("strict") && f["strict"].is_boolean() && f["strict"].get<bool>();
+    out.push_back(std::move(d));
+  }
+  return out;
+}
 }  // namespace
 
 Conversation parse_conversation(std::string_view text) {
@@ -282,7 +342,17 @@ Conversation parse_conversation(std::string_view text) {
   // provenance, sampling options) are ignored and listed; those that do (a system prompt, tool
   // definitions) and unknown ones are rejected, naming them (IN2).
   for (const auto& [key, value] : j.items()) {
-    if (key == "messages" || key == "poisoned") continue;
+    if (key == "messages" || key == "poisoned" || key == "tools" || key == "functions") continue;
+    if ((key == "reasoning_effort" || key == "verbosity") && value.is_null()) {
+      c.ignored.push_back(key);
+      continue;
+    }
+    if (key == "modalities") {  // ["text"] is what akv returns; anything else would be refused output
+      if (!(value.is_null() || value == json::array({"text"})))
+        bad("modalities", "akv replies with text only: [\"text\"] or null (spec/input.md IN10)");
+      c.ignored.push_back(key);
+      continue;
+    }
     if (const char* why = top_level_reaches_model(key)) bad(printable(key, 40), why);
     if (!top_level_ignored().count(key))
       bad(printable(key, 40), "unknown top-level field: akv cannot tell whether it reaches the model, so it rejects it "
@@ -291,6 +361,7 @@ Conversation parse_conversation(std::string_view text) {
   }
   for (size_t i = 0; i < ms.size(); ++i)
     c.messages.push_back(parse_message(ms[i], "messages[" + std::to_string(i) + "]", c.ignored));
+  c.tools = parse_tools(j, text);
   if (j.contains("poisoned") && !j["poisoned"].is_null()) c.poisoned = poisoned_list(j["poisoned"], c.messages.size());
   return c;
 }

@@ -21,6 +21,11 @@ namespace akv::model {
 /// 4 user-defined, 5 unused, 6 byte. 0 (undefined) is read as normal.
 enum class TokenType : int32_t { kUndefined = 0, kNormal = 1, kUnknown = 2, kControl = 3, kUserDefined = 4, kUnused = 5, kByte = 6 };
 
+/// Whether a token of type `t` stands for no text (ChatEncoder::is_control): control, unknown, unused.
+inline bool is_control_type(TokenType t) {
+  return t == TokenType::kControl || t == TokenType::kUnknown || t == TokenType::kUnused;
+}
+
 /// The UTF-8 text of byte `b`'s character in GPT-2's byte-level alphabet (T2): bytes 0x21-0x7E,
 /// 0xA1-0xAC and 0xAE-0xFF stand for themselves; the other 68 bytes, in increasing order, for
 /// U+0100, U+0101, ... (space 0x20 is U+0120 'Ġ', newline 0x0A is U+010A 'Ċ').

@@ -185,4 +185,18 @@ LlamaCppText read_like_llama_cpp(std::string_view bytes) {
   return r;
 }
 
+std::string escape_invalid_utf8(std::string_view bytes) {
+  std::string out;
+  split_utf8(bytes, [&](std::string_view run, bool valid) {
+    if (valid) {
+      out += run;
+    } else {
+      static const char* hex = "0123456789ABCDEF";
+      const auto b = static_cast<uint8_t>(run[0]);
+      out += std::string("\\x") + hex[b >> 4] + hex[b & 15];
+    }
+  });
+  return out;
+}
+
 }  // namespace akv::model

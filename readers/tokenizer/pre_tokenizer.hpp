@@ -47,6 +47,10 @@ void split_utf8(std::string_view text, F&& run);
 /// The length of the valid UTF-8 sequence starting at text[i], or 0 when none does (T5).
 size_t utf8_sequence_length(std::string_view text, size_t i);
 
+/// `bytes` as valid UTF-8 text: each byte that starts no valid sequence written as `\xNN`
+/// (upper-case hex; spec/tokenizer.md CT4), so that it always fits in JSON.
+std::string escape_invalid_utf8(std::string_view bytes);
+
 /// A pre-tokenizer's splitting rules. smollm (T3): Hugging Face's Sequence[Digits(individual_digits=true),
 /// ByteLevel(add_prefix_space=false, use_regex=true)]; llama-bpe and qwen2 (T9): llama.cpp's
 /// one pattern for each. Thread-safe; the PCRE2 patterns are compiled once in the constructor.

@@ -18,9 +18,9 @@
 #include "verify/check/invariance.hpp"
 #include "verify/check/per_op.hpp"
 #include "verify/check/run.hpp"
-#include "verify/backends.hpp"
+#include "runtime/backends.hpp"
 #include "verify/compare.hpp"
-#include "verify/digest.hpp"
+#include "runtime/digest.hpp"
 
 using namespace akv;
 using check::run_chunked;

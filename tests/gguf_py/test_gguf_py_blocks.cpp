@@ -10,7 +10,7 @@
 #include "readers/gguf/dequant.hpp"
 #include "readers/gguf/ggml_type.hpp"
 #include "readers/gguf/gguf.hpp"
-#include "verify/digest.hpp"
+#include "runtime/digest.hpp"
 
 using namespace akv;
 using namespace akv::model;

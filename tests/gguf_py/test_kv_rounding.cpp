@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "reference/kv_types.hpp"
-#include "verify/digest.hpp"
+#include "runtime/digest.hpp"
 
 using namespace akv;
 

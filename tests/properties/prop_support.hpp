@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "verify/backends.hpp"
+#include "runtime/backends.hpp"
 
 namespace akv::test {
 

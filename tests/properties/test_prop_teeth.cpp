@@ -15,7 +15,7 @@
 #include "reference/synthetic_spec.hpp"
 #include "tests/broken_catalog.hpp"
 #include "tests/properties/mutants.hpp"
-#include "verify/backends.hpp"
+#include "runtime/backends.hpp"
 #include "verify/props/counterexample.hpp"
 #include "verify/props/harness.hpp"
 

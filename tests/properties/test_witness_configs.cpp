@@ -7,7 +7,7 @@
 #include "prop_support.hpp"
 #include "readers/conversation/chat_parse.hpp"
 #include "tests/broken_catalog.hpp"
-#include "verify/backends.hpp"
+#include "runtime/backends.hpp"
 #include "verify/witness.hpp"
 
 using namespace akv;

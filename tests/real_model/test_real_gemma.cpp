@@ -12,8 +12,8 @@
 #include "readers/gguf/dequant.hpp"
 #include "readers/gguf/ggml_type.hpp"
 #include "readers/gguf/gguf.hpp"
-#include "verify/digest.hpp"
-#include "verify/models.hpp"
+#include "runtime/digest.hpp"
+#include "runtime/models.hpp"
 #include "verify/witness.hpp"
 
 using namespace akv;

@@ -19,7 +19,7 @@
 #include "readers/gguf/gguf_weights.hpp"
 #include "reference/error.hpp"
 #include "reference/prng.hpp"
-#include "verify/digest.hpp"
+#include "runtime/digest.hpp"
 #include "../text_file.hpp"
 
 using namespace akv;

@@ -17,7 +17,7 @@
 #include "readers/hf/hf_weights.hpp"
 #include "reference/backend.hpp"
 #include "reference/kv_cache.hpp"
-#include "verify/backends.hpp"
+#include "runtime/backends.hpp"
 
 using namespace akv;
 using namespace akv::model;

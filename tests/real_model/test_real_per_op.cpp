@@ -10,8 +10,8 @@
 #include "reference/backend.hpp"
 #include "verify/check/per_op.hpp"
 #include "verify/check/run.hpp"
-#include "verify/digest.hpp"
-#include "verify/models.hpp"
+#include "runtime/digest.hpp"
+#include "runtime/models.hpp"
 
 using namespace akv;
 

@@ -11,7 +11,7 @@
 
 #include "readers/conversation/chat_parse.hpp"
 #include "readers/tokenizer/bpe_tokenizer.hpp"
-#include "readers/tokenizer/chatml.hpp"
+#include "chat/chatml.hpp"
 #include "reference/chat.hpp"
 
 using namespace akv;

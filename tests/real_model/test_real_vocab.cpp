@@ -11,7 +11,7 @@
 #include "readers/gguf/gguf.hpp"
 #include "readers/tokenizer/bpe_tokenizer.hpp"
 #include "readers/tokenizer/spm_tokenizer.hpp"
-#include "verify/published_templates.hpp"
+#include "chat/published_templates.hpp"
 
 using namespace akv;
 using namespace akv::model;

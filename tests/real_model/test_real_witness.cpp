@@ -15,8 +15,8 @@
 #include "../support.hpp"
 #include "../text_file.hpp"
 #include "readers/conversation/chat_parse.hpp"
-#include "verify/backends.hpp"
-#include "verify/models.hpp"
+#include "runtime/backends.hpp"
+#include "runtime/models.hpp"
 #include "verify/witness.hpp"
 
 using namespace akv;

@@ -29,7 +29,7 @@ from pathlib import Path
 import openai
 
 AKV_KEYS = {"session", "reused_tokens", "recomputed_tokens", "evicted_tokens", "prefill_tokens",
-            "dropped_messages", "guarded_messages", "cache_sha256", "logits_sha256"}
+            "dropped_messages", "guarded_messages", "spans", "cache_sha256", "logits_sha256"}
 ERROR_KEYS = {"message", "type", "param", "code"}
 SYSTEM = {"role": "system", "content": "You are a careful banking assistant."}
 
@@ -425,7 +425,7 @@ def check_429(ctx):
         holder = api.client.chat.completions.create(model=ctx.model, messages=prompt, max_tokens=500 if ctx.synthetic else 2000,
                                                     stream=True)
         next(iter(holder))
-        ask = lambda _: expect_error(openai.RateLimitError, 429, "rate_limit_exceeded", "--queue 0",
+        ask = lambda _: expect_error(openai.RateLimitError, 429, "queue_full", "--queue 0",
                                      lambda: api.ask([{"role": "user", "content": "me too"}], max_tokens=2))
         with concurrent.futures.ThreadPoolExecutor(4) as pool:
             errs = list(pool.map(ask, range(4)))

@@ -12,7 +12,7 @@
 
 #include "reference/backend.hpp"
 #include "reference/error.hpp"
-#include "verify/backends.hpp"
+#include "runtime/backends.hpp"
 #include "verify/bounds/end_to_end.hpp"
 #include "verify/json_number.hpp"
 #include "verify/oracle/interval.hpp"

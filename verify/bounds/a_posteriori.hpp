@@ -58,7 +58,7 @@ struct PosterioriReport {
 };
 
 /// Runs `tokens` (1 <= n <= max_ctx, ids in [0, vocab)) through each backend of `backends`
-/// (verify/backends.hpp names) and the interval forward pass; `model_name` as reports print it.
+/// (runtime/backends.hpp names) and the interval forward pass; `model_name` as reports print it.
 /// Error(kEmptyInput / kInvalidToken / kContextOverflow) on bad tokens; a backend's error passes through.
 /// `bits`: the intervals' precision (oracle::interval_logits); a WIDE verdict names the bits that
 /// would do (bits_needed).

@@ -10,7 +10,7 @@
 
 #include "reference/backend.hpp"
 #include "reference/error.hpp"
-#include "verify/backends.hpp"
+#include "runtime/backends.hpp"
 #include "verify/bounds/affine_ops.hpp"
 #include "verify/json_number.hpp"
 #include "verify/oracle/oracle_forward.hpp"

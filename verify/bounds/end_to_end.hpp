@@ -73,7 +73,7 @@ struct BoundsReport {
 /// is in [0, vocab).
 void check_tokens(const Config& c, std::span<const Token> tokens);
 
-/// The next-token logits (vocab,) of backend `name` (verify/backends.hpp) after `tokens` on a
+/// The next-token logits (vocab,) of backend `name` (runtime/backends.hpp) after `tokens` on a
 /// fresh cache of type `kv`, in one forward call. Error(kBadInput) when the backend does not run it.
 std::vector<float> next_logits(const std::string& name, const std::shared_ptr<const Model>& model,
                                std::span<const Token> tokens, KvType kv = KvType::kF32);

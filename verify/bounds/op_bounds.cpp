@@ -28,10 +28,11 @@ double swiglu_underflow(double gu, double au) {
   return mul_up(kEta, add_up(base, mul_up(mul_up(1.0 + kU, 1.0 + kU), gu)));
 }
 
-// (1+a)/(1-b) - 1, rounded up, a, b >= 0, b < 1.
+// (1+a)/(1-b) - 1 = (a + b)/(1 - b), rounded up, a, b >= 0, b < 1 (no cancellation: within a few
+// ulps of the formula, which tests/test_bounds_coq.cpp holds to 2^-40).
 double ratio_minus_one(double a, double b) {
   if (b >= 1) return kInf;
-  return sub_up(div_up(add_up(1.0, a), sub_dn(1.0, b)), 1.0);
+  return div_up(add_up(a, b), sub_dn(1.0, b));
 }
 
 // B8's relative factor: fl(1 + e^) errs by eps_d relative, then <= 3 roundings (÷ or a
@@ -95,10 +96,13 @@ std::vector<double> rmsnorm_bounds_box(std::span<const double> xc, std::span<con
   // Relative error of the rounded m: gamma_{n+2} + 2^-148 / m (underflow of the sum and of ÷n).
   const double eps_m = add_up(gamma(n + 2), div_up(0x1p-148, m_lo));
   if (eps_m >= 1) return out;
-  // r = 1/sqrt(m): one sqrt, one division: |r^ / r - 1| <= (1+u) / ((1-u) sqrt(1 - eps_m)) - 1.
-  const double eps_r = sub_up(div_up(1.0 + kU, mul_dn(1.0 - kU, sqrt_dn(sub_dn(1.0, eps_m)))), 1.0);
-  // y = x r w with two more roundings, in either association.
-  const double rel = sub_up(mul_up(add_up(1.0, eps_r), mul_up(1.0 + kU, 1.0 + kU)), 1.0);
+  // r = 1/sqrt(m): one sqrt, one division: |r^ / r - 1| <= eps_r = (1+u) / ((1-u) s) - 1,
+  // s = sqrt(1 - eps_m), evaluated as (2u + (1-u) eps_m / (1 + s)) / ((1-u) s): the same number
+  // without subtracting 1 from a number near 1 (tests/test_bounds_coq.cpp holds it to 2^-40).
+  const double s = sqrt_dn(sub_dn(1.0, eps_m));
+  const double eps_r = div_up(add_up(2 * kU, mul_up(1.0 - kU, div_up(eps_m, add_dn(1.0, s)))), mul_dn(1.0 - kU, s));
+  // y = x r w with two more roundings, in either association: (1 + eps_r)(1 + u)^2 - 1.
+  const double rel = add_up(mul_up(eps_r, mul_up(1.0 + kU, 1.0 + kU)), rel_k(2));
   const double r_hi = div_up(1.0, sqrt_dn(m_lo));
   for (int j = 0; j < n; ++j) {
     const double ax = add_up(std::fabs(xc[j]), xr[j]), aw = std::fabs(static_cast<double>(w[j]));
@@ -164,9 +168,11 @@ std::vector<double> normalise_bounds(std::span<const float> e) {
   for (float v : e) s_lo = add_dn(s_lo, v);
   std::vector<double> out(e.size(), kInf);
   if (!(s_lo > 0)) return out;
-  // p^ = e_j / S^ (1 + delta) or e_j * fl(1/S^): |p^ - p| <= p ((1+u)^2 / (1 - gamma_{n-1}) - 1) + 2^-150.
+  // p^ = e_j / S^ (1 + delta) or e_j * fl(1/S^): |p^ - p| <= p ((1+u)^2 / (1 - gamma_{n-1}) - 1) + 2^-150,
+  // plus (1 + u) e_j 2^-150 for the reciprocal form, whose fl(1/S^) is subnormal when S^ > 2^126.
   const double rel = ratio_minus_one(rel_k(2), gamma(n - 1));
-  for (int j = 0; j < n; ++j) out[j] = add_up(mul_up(rel, div_up(e[j], s_lo)), kEta);
+  for (int j = 0; j < n; ++j)
+    out[j] = add_up(add_up(mul_up(rel, div_up(e[j], s_lo)), kEta), mul_up(mul_up(1.0 + kU, e[j]), kEta));
   return out;
 }
 

@@ -57,7 +57,9 @@ double score_bound_from_abs(double sum_abs, double k_abs, int d);
 /// B5. Max-subtracted exp of scores s (n,): bound of each akv::exp(s_j - max s).
 std::vector<double> shifted_exp_bounds(std::span<const float> s);
 
-/// B6. Normalisation p_j = e_j / sum e of e (n,), e_j >= 0, sum e > 0: bound of each p_j.
+/// B6. Normalisation p_j = e_j / sum e of e (n,), e_j >= 0, sum e > 0: bound of each p_j,
+/// p_j ((1 + u)^2 / (1 - gamma_{n-1}) - 1) + (1 + (1 + u) e_j) 2^-150, for a division or a
+/// reciprocal and a product (Coq: B6_normalise_bound).
 std::vector<double> normalise_bounds(std::span<const float> e);
 
 /// B5 + B6 composed: the whole softmax of scores s (n,) against the exact softmax of s.

@@ -16,7 +16,7 @@
 #include "verify/bounds/kv_bounds.hpp"
 #include "verify/bounds/op_bounds.hpp"
 #include "verify/bounds/rigorous.hpp"
-#include "verify/digest.hpp"
+#include "runtime/digest.hpp"
 #include "verify/json_number.hpp"
 
 namespace akv::check {

@@ -6,7 +6,7 @@
 #include "optimized/cpu/isa.hpp"
 #include "reference/error.hpp"
 #include "reference/strict.hpp"
-#include "verify/backends.hpp"
+#include "runtime/backends.hpp"
 
 namespace akv::check {
 

@@ -14,7 +14,7 @@ namespace akv::check {
 /// One way to run a backend.
 struct Variant {
   std::string label;        // readable and a valid test name: "reference", "avx512_t2", "cuda_emu", "cuda"
-  std::string backend;      // its verify/backends.hpp name: "reference", "cpu", "cuda-emu", "cuda"
+  std::string backend;      // its runtime/backends.hpp name: "reference", "cpu", "cuda-emu", "cuda"
   std::string isa;          // cpu: "portable" | "avx2" | "avx512"; "" otherwise
   int threads = 0;          // cpu: the thread count (>= 1); 0 for backends without threads
   bool fast = false;        // a SIMD or device path: the checks add their larger-model cases

@@ -17,7 +17,7 @@ struct Profile {
   size_t max_commands = 0;      // stateful test: commands per sequence
   size_t state_max_total = 0;   // stateful test: cache size bound (tiny; small uses small_max_total)
   int fill_per_mille = 0;       // how often a conversation is padded with a last span to exactly its budget
-  std::string model;            // non-empty: every case runs on this model (verify/models.hpp), budget max_total
+  std::string model;            // non-empty: every case runs on this model (runtime/models.hpp), budget max_total
   int vocab = 288;              // token ids are drawn from [0, vocab)
   int shape_per_mille = 0;      // how often a drawn shape (spec/model.md M12) replaces tiny/small
   size_t shape_max_total = 0;   // tokens per conversation (and stateful cache bound) on a drawn shape

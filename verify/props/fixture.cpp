@@ -9,9 +9,9 @@
 #include <mutex>
 
 #include "optimized/cpu/isa.hpp"
-#include "verify/backends.hpp"
+#include "runtime/backends.hpp"
 #include "verify/check/same_bits.hpp"
-#include "verify/models.hpp"
+#include "runtime/models.hpp"
 
 namespace akv::prop {
 

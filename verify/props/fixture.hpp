@@ -9,7 +9,7 @@
 #include "reference/backend.hpp"
 #include "reference/session.hpp"
 #include "verify/check/run.hpp"
-#include "verify/backends.hpp"
+#include "runtime/backends.hpp"
 #include "verify/gen/case.hpp"
 
 namespace akv::prop {
@@ -20,7 +20,7 @@ std::shared_ptr<const Model> model_for(const gen::ModelChoice& m);
 /// Makes a backend from a model and its options (a Context's factory: a broken backend).
 using BackendFactory = std::function<std::unique_ptr<Backend>(std::shared_ptr<const Model>, const BackendOptions&)>;
 
-/// A fresh backend `name` on `model` (verify/backends.hpp), or from the factory of the
+/// A fresh backend `name` on `model` (runtime/backends.hpp), or from the factory of the
 /// running property's Context when it has one, made with the next of the case's backend draws
 /// (use_backend_draws; cycling): its threads and ISA, then its scratch: NaN before every call,
 /// or unpoisoned after a warm-up call on the draw's tokens (those below the model's vocab) on

@@ -18,7 +18,7 @@
 namespace akv::prop {
 
 /// What a property runs against: a backend by name and a generator profile. `factory`,
-/// when set, makes the backends instead of verify/backends.hpp (the suite's own tests use
+/// when set, makes the backends instead of runtime/backends.hpp (the suite's own tests use
 /// it to run the properties against deliberately broken backends). `knobs`, when set, says
 /// what each case draws for its backends in place of backend_knobs(backend).
 struct Context {

@@ -4,7 +4,7 @@
 #include <cstring>
 
 #include "reference/error.hpp"
-#include "verify/digest.hpp"
+#include "runtime/digest.hpp"
 #include "verify/props/draw.hpp"
 #include "verify/props/fixture.hpp"
 #include "verify/props/registry.hpp"

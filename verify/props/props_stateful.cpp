@@ -9,7 +9,7 @@
 #include <sstream>
 
 #include "reference/error.hpp"
-#include "verify/digest.hpp"
+#include "runtime/digest.hpp"
 #include "verify/gen/gen.hpp"
 #include "verify/props/bits.hpp"
 #include "verify/props/fixture.hpp"

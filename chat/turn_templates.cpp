@@ -1,0 +1,237 @@
+#include "chat/turn_templates.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include "chat/tools.hpp"
+#include "reference/error.hpp"
+
+namespace akv::model {
+
+namespace {
+
+using Pieces = std::vector<TurnPiece>;
+
+TurnPiece special(std::string s) { return {true, std::move(s)}; }
+TurnPiece text(std::string s) { return {false, std::move(s)}; }
+
+// Errors and ignored paths name the file and the message.
+struct Renderer {
+  const Conversation& c;
+  TurnRendering r;
+  const char* name;
+
+  explicit Renderer(const Conversation& conv, const char* template_name) : c(conv), name(template_name) {
+    r.messages.resize(c.messages.size());
+  }
+  std::string where(size_t i) const {
+    return (c.source.empty() ? std::string("conversation") : c.source) + ": messages[" + std::to_string(i) + "]";
+  }
+  [[noreturn]] void refuse(size_t i, const std::string& what) const {
+    throw Error(ErrorCode::kBadInput, where(i) + ": " + what + " (the " + name + " chat template, spec/tokenizer.md CT6)");
+  }
+  // Identifiers the template does not render (CT6): listed, never silently dropped.
+  void ignore_ids(size_t i, bool name_too) {
+    const Message& m = c.messages[i];
+    const std::string p = "messages[" + std::to_string(i) + "]";
+    if (name_too && !m.name.empty()) r.ignored.push_back(p + ".name");
+    if (!m.tool_call_id.empty()) r.ignored.push_back(p + ".tool_call_id");
+    for (size_t j = 0; j < m.tool_calls.size(); ++j)
+      if (!m.tool_calls[j].id.empty()) r.ignored.push_back(p + ".tool_calls[" + std::to_string(j) + "].id");
+  }
+  // Text the template cannot carry is refused, never dropped (CT6).
+  void refuse_lossy(size_t i) const {
+    const Message& m = c.messages[i];
+    if (!m.refusal.empty()) refuse(i, "a refusal, which the template does not render");
+    for (const ToolCall& call : m.tool_calls)
+      if (call.kind != "function") refuse(i, "a custom (free-form) tool call, which the template does not render");
+  }
+  bool is_raw(size_t i) const { return c.messages[i].tokens.has_value(); }
+  // The role the template sees; a raw-token message is none of the template's roles (CT6).
+  bool role_is(size_t i, std::string_view role) const { return !is_raw(i) && c.messages[i].role == role; }
+};
+
+// Arguments as the template's `tojson` prints the object transformers is handed: the JSON text
+// parsed and dumped as Python does, or, when not JSON, the text as a JSON string (CT2's rule).
+std::string tojson_arguments(const Renderer& rd, size_t i, const std::string& args) {
+  if (!nlohmann::json::accept(args)) return python_json_string(args);
+  try {
+    return python_json_dumps(args);
+  } catch (const Error& e) {
+    rd.refuse(i, std::string("tool call arguments: ") + e.what());
+  }
+}
+
+// Qwen2.5-Instruct's template with no tools (CT7).
+TurnRendering render_qwen25(const Conversation& c) {
+  Renderer rd(c, "qwen2.5");
+  const size_t n = c.messages.size();
+  const auto block = [](const std::string& body) {
+    return Pieces{special("<|im_start|>"), text(body), special("<|im_end|>"), text("\n")};
+  };
+  // With tools, the system turn ends with the tool block (the template's `tools` branch, CT14).
+  const std::string tools = chat::hermes_tools_text(c.tools);
+  if (n > 0 && rd.role_is(0, "system")) {
+    rd.r.messages[0] = block("system\n" + c.messages[0].content + tools);
+    rd.ignore_ids(0, true);
+    rd.refuse_lossy(0);
+  } else {
+    rd.r.preamble = block("system\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant." + tools);
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (rd.is_raw(i) || (i == 0 && rd.role_is(0, "system"))) continue;
+    const Message& m = c.messages[i];
+    Pieces& p = rd.r.messages[i];
+    rd.refuse_lossy(i);
+    rd.ignore_ids(i, true);
+    if (m.role == "user" || m.role == "system" || (m.role == "assistant" && m.tool_calls.empty())) {
+      p = block(m.role + "\n" + m.content);
+    } else if (m.role == "assistant") {
+      std::string body = "assistant";
+      if (!m.content.empty()) body += "\n" + m.content;
+      for (const ToolCall& call : m.tool_calls)
+        body += "\n<tool_call>\n{\"name\": \"" + call.name + "\", \"arguments\": " +
+                tojson_arguments(rd, i, call.arguments) + "}\n</tool_call>";
+      p = {special("<|im_start|>"), text(body), special("<|im_end|>"), text("\n")};
+    } else if (m.role == "tool") {
+      // Consecutive tool results share one user turn.
+      if (i == 0 || !rd.role_is(i - 1, "tool")) p.push_back(special("<|im_start|>"));
+      p.push_back(text((p.empty() ? "" : "user") + std::string("\n<tool_response>\n") + m.content + "\n</tool_response>"));
+      if (i + 1 == n || !rd.role_is(i + 1, "tool")) {
+        p.push_back(special("<|im_end|>"));
+        p.push_back(text("\n"));
+      }
+    } else {
+      rd.refuse(i, "role '" + m.role + "', which the template does not render (system, user, assistant, tool)");
+    }
+  }
+  return std::move(rd.r);
+}
+
+// Llama 3.1 / 3.2 Instruct's template with no tools, date_string "26 Jul 2024" (CT8).
+TurnRendering render_llama3(const Conversation& c) {
+  Renderer rd(c, "llama3");
+  const size_t n = c.messages.size();
+  const auto turn = [](const std::string& role, const std::string& body) {
+    return Pieces{special("<|start_header_id|>"), text(role), special("<|end_header_id|>"), text("\n\n" + body),
+                  special("<|eot_id|>")};
+  };
+  // With tools (tools_in_user_message, the template's default; CT14) the system turn says
+  // `Environment: ipython`, and the first message after it carries the tool definitions.
+  const bool tools = !c.tools.empty();
+  const std::string dates = std::string(tools ? "Environment: ipython\n" : "") + "Cutting Knowledge Date: December 2023\nToday Date: 26 Jul 2024\n\n";
+  rd.r.preamble.push_back(special("<|begin_of_text|>"));
+  const bool system0 = n > 0 && rd.role_is(0, "system");
+  if (system0) {
+    rd.refuse_lossy(0);
+    rd.ignore_ids(0, true);
+    rd.r.messages[0] = turn("system", dates + python_strip(c.messages[0].content));
+  } else {
+    for (TurnPiece& piece : turn("system", dates)) rd.r.preamble.push_back(std::move(piece));
+  }
+  const size_t first = system0 ? 1 : 0;
+  if (tools) {
+    if (first >= n) throw Error(ErrorCode::kBadInput, "tools: the llama3 template puts them in the first user message, and the "
+                                                      "conversation has none (the template raises; spec/tokenizer.md CT14)");
+    if (rd.is_raw(first) || !rd.role_is(first, "user") || !c.messages[first].tool_calls.empty())
+      rd.refuse(first, "the llama3 template renders the tools into the first message after the system message as a user turn, "
+                       "and this one is not a plain user message");
+  }
+  for (size_t i = first; i < n; ++i) {
+    if (rd.is_raw(i)) continue;
+    const Message& m = c.messages[i];
+    rd.refuse_lossy(i);
+    rd.ignore_ids(i, true);
+    if (tools && i == first) {
+      std::string body =
+          "Given the following functions, please respond with a JSON for a function call with its proper arguments that best "
+          "answers the given prompt.\n\nRespond in the format {\"name\": function name, \"parameters\": dictionary of argument "
+          "name and its value}.Do not use variables.\n\n";
+      for (const ToolDef& t : c.tools) body += python_json_dumps(t.json, 4) + "\n\n";
+      rd.r.messages[i] = turn("user", body + python_strip(m.content));
+    } else if (m.role == "tool" || m.role == "ipython") {
+      // `content is iterable` holds for a string, so the template prints it with tojson.
+      rd.r.messages[i] = turn("ipython", python_json_string(m.content));
+    } else if (!m.tool_calls.empty()) {
+      if (m.tool_calls.size() != 1) rd.refuse(i, std::to_string(m.tool_calls.size()) + " tool calls; the template takes one");
+      // The template drops an assistant's text beside its tool call: listed as ignored.
+      if (!m.content.empty()) rd.r.ignored.push_back("messages[" + std::to_string(i) + "].content");
+      const ToolCall& call = m.tool_calls[0];
+      rd.r.messages[i] = turn("assistant", "{\"name\": \"" + call.name + "\", \"parameters\": " +
+                                               tojson_arguments(rd, i, call.arguments) + "}");
+    } else {
+      rd.r.messages[i] = turn(m.role, python_strip(m.content));
+    }
+  }
+  return std::move(rd.r);
+}
+
+// Phi-3-mini's template, as llama.cpp's phi-3 vocab file carries it (CT9).
+TurnRendering render_phi3(const Conversation& c) {
+  Renderer rd(c, "phi3");
+  if (!c.tools.empty())
+    throw Error(ErrorCode::kBadInput, "tools: the phi3 template has no tool syntax, and akv defines none for it (spec/tokenizer.md CT14)");
+  rd.r.preamble.push_back(special("<s>"));
+  for (size_t i = 0; i < c.messages.size(); ++i) {
+    if (rd.is_raw(i)) continue;
+    const Message& m = c.messages[i];
+    rd.refuse_lossy(i);
+    if (!m.tool_calls.empty()) rd.refuse(i, "tool calls, which the template does not render");
+    rd.ignore_ids(i, true);
+    if (m.role == "user")
+      rd.r.messages[i] = {special("<|user|>"), text("\n" + m.content), special("<|end|>"), text("\n"),
+                          special("<|assistant|>"), text("\n")};
+    else if (m.role == "assistant")
+      rd.r.messages[i] = {text(m.content), special("<|end|>"), text("\n")};
+    else
+      rd.refuse(i, "role '" + m.role + "', which the template does not render (user, assistant)");
+  }
+  return std::move(rd.r);
+}
+
+}  // namespace
+
+std::vector<std::string> turn_template_names() { return {"qwen2.5", "llama3", "phi3"}; }
+
+TurnTemplate turn_template_by_name(std::string_view name) {
+  if (name == "qwen2.5") return TurnTemplate::kQwen25;
+  if (name == "llama3") return TurnTemplate::kLlama3;
+  if (name == "phi3") return TurnTemplate::kPhi3;
+  throw Error(ErrorCode::kBadInput, "unknown chat template '" + std::string(name) + "' (known: qwen2.5, llama3, phi3)");
+}
+
+TurnRendering render_turns(TurnTemplate t, const Conversation& c) {
+  switch (t) {
+    case TurnTemplate::kQwen25: return render_qwen25(c);
+    case TurnTemplate::kLlama3: return render_llama3(c);
+    case TurnTemplate::kPhi3: return render_phi3(c);
+  }
+  throw Error(ErrorCode::kBadInput, "unknown chat template");
+}
+
+std::vector<TurnPiece> turn_generation_prompt(TurnTemplate t) {
+  switch (t) {
+    case TurnTemplate::kQwen25: return {special("<|im_start|>"), text("assistant\n")};
+    case TurnTemplate::kLlama3:
+      return {special("<|start_header_id|>"), text("assistant"), special("<|end_header_id|>"), text("\n\n")};
+    case TurnTemplate::kPhi3: return {};  // its user turn already ends with <|assistant|>\n
+  }
+  return {};
+}
+
+std::vector<std::string> turn_rstrip_specials(TurnTemplate t) {
+  // llama.cpp (llama-vocab.cpp) gives a phi-3 vocabulary's special tokens the RSTRIP attribute,
+  // all but <unk>, <s> and <|endoftext|>, as Hugging Face's Phi-3 added tokens have rstrip.
+  if (t == TurnTemplate::kPhi3) return {"<|user|>", "<|end|>", "<|assistant|>"};
+  return {};
+}
+
+std::string turn_end_token(TurnTemplate t) {
+  switch (t) {
+    case TurnTemplate::kQwen25: return "<|im_end|>";
+    case TurnTemplate::kLlama3: return "<|eot_id|>";
+    case TurnTemplate::kPhi3: return "<|end|>";
+  }
+  return "";
+}
+
+}  // namespace akv::model
