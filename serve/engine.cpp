@@ -7,6 +7,7 @@
 #include <set>
 
 #include "chat/tools.hpp"
+#include "serve/constraint.hpp"
 #include "readers/tokenizer/pre_tokenizer.hpp"
 #include "reference/error.hpp"
 
@@ -190,6 +191,11 @@ Engine::~Engine() {
   thread_.join();
 }
 
+const chat::GrammarVocabulary& Engine::grammar_vocabulary() {
+  std::call_once(vocab_once_, [this] { vocab_ = std::make_unique<chat::GrammarVocabulary>(*lm_.encoder); });
+  return *vocab_;
+}
+
 size_t Engine::bytes_per_token() const {
   const Config& c = lm_.model->config;
   return size_t{2} * static_cast<size_t>(c.n_layers) * kv_row_bytes(opt_.kv_type, c.kv_dim());  // K and V rows as stored (S5)
@@ -244,6 +250,10 @@ std::shared_ptr<Generation> Engine::submit(ChatRequest req, const std::string& s
   g->span_message_ = std::move(r.message);
   if (req.max_tokens == 0) req.max_tokens = opt_.default_max_tokens;
   g->sampler_ = std::make_unique<Sampler>(req.sampler);
+  // SV14: compiled here, off the scheduler; a schema the engine does not enforce is 400 now.
+  if (req.response_format != ResponseFormat::kText || (!req.conv.tools.empty() && req.tool_choice != ToolChoice::kNone))
+    if (std::optional<chat::Grammar> gr = request_grammar(req, lm_.encoder->tool_syntax(), grammar_vocabulary()))
+      g->matcher_ = std::make_unique<chat::GrammarMatcher>(*gr);
   if (req.sampler.temperature > 0) g->reply_.stats.seed = req.sampler.seed;  // reported: the default one too (SV4)
   g->req_ = std::move(req);
   g->scope_ = scope;
@@ -589,7 +599,15 @@ void Engine::admit(const std::vector<std::shared_ptr<Generation>>& gs) {
 
 void Engine::on_logits(const std::shared_ptr<Generation>& g, std::span<const float> logits) {
   Reply& r = g->reply_;
-  const Token t = g->sampler_->next(logits);  // throws on a non-finite logit
+  Token t;
+  if (g->matcher_) {
+    // SV14: drawn among the ids the grammar allows; logprobs and the digest stay the model's.
+    g->matcher_->fill_mask(g->mask_);
+    t = g->sampler_->next(logits, g->mask_);  // throws on a non-finite logit
+    if (!g->matcher_->accept(t)) throw std::logic_error("the grammar refused the token its own mask allowed (spec/serving.md SV14)");
+  } else {
+    t = g->sampler_->next(logits);  // throws on a non-finite logit
+  }
   g->logits_hash_->add(logits.data(), logits.size_bytes());
   TokenEvent ev;
   if (g->req_.logprobs) ev.logprob = token_logprob(logits, t, g->req_.top_logprobs);

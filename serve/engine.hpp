@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "chat/grammar.hpp"
 #include "reference/backend.hpp"
 #include "reference/chat_encoder.hpp"
 #include "reference/error.hpp"
@@ -150,6 +151,8 @@ class Generation {
   Token next_ = 0;
   std::string emitted_;
   std::unique_ptr<Sampler> sampler_;
+  std::unique_ptr<chat::GrammarMatcher> matcher_;  // SV14: the reply's grammar, when it has one
+  std::vector<uint32_t> mask_;                     // the matcher's mask of this step
   std::unique_ptr<akv::Sha256> logits_hash_;
 };
 
@@ -250,6 +253,9 @@ class Engine {
   EvictResult evict_now(const EvictRequest& r);
   AuditSink audit_sink() const;
   size_t bytes_per_token() const;
+  /// The model's vocabulary as the grammar engine reads it, built on the first constrained
+  /// request (SmolLM2: tens of ms) and kept; thread-safe.
+  const chat::GrammarVocabulary& grammar_vocabulary();
 
   LoadedModel lm_;
   std::unique_ptr<Backend> backend_;
@@ -266,6 +272,8 @@ class Engine {
   bool stop_ = false;
   size_t active_count_ = 0;
   AuditSink audit_;
+  std::once_flag vocab_once_;
+  std::unique_ptr<chat::GrammarVocabulary> vocab_;
   // The scheduler's own.
   std::vector<std::shared_ptr<Generation>> active_;
   std::thread thread_;

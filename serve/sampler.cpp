@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <stdexcept>
 #include <string>
 
 #include "reference/error.hpp"
@@ -17,15 +18,22 @@ void check_finite_logits(std::span<const float> logits) {
                                             std::to_string(i) + " (the model computes a non-finite value; spec/arithmetic.md A5)");
 }
 
-Token Sampler::next(std::span<const float> logits) {
+Token Sampler::next(std::span<const float> logits) { return draw(logits, nullptr); }
+
+Token Sampler::next(std::span<const float> logits, const std::vector<uint32_t>& allowed) { return draw(logits, &allowed); }
+
+Token Sampler::draw(std::span<const float> logits, const std::vector<uint32_t>* allowed) {
   check_finite_logits(logits);
-  size_t best = 0;
-  for (size_t i = 1; i < logits.size(); ++i)
-    if (logits[i] > logits[best]) best = i;
+  auto ok = [&](size_t i) { return !allowed || (i / 32 < allowed->size() && ((*allowed)[i / 32] >> (i % 32) & 1u)); };
+  size_t best = logits.size();
+  for (size_t i = 0; i < logits.size(); ++i)
+    if (ok(i) && (best == logits.size() || logits[i] > logits[best])) best = i;
+  if (best == logits.size())
+    throw std::logic_error("the grammar allows no token of the vocabulary (an engine defect; spec/serving.md SV14)");
   if (p_.temperature == 0) return static_cast<Token>(best);
   const float t = static_cast<float>(p_.temperature), mx = logits[best];
   std::vector<float> e(logits.size());
-  for (size_t i = 0; i < logits.size(); ++i) e[i] = akv::exp((logits[i] - mx) / t);
+  for (size_t i = 0; i < logits.size(); ++i) e[i] = ok(i) ? akv::exp((logits[i] - mx) / t) : 0.0f;
   std::vector<uint32_t> order(logits.size());
   std::iota(order.begin(), order.end(), 0u);
   std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return e[a] > e[b]; });

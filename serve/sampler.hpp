@@ -33,8 +33,14 @@ class Sampler {
   /// prefix with c_k >= top_p * c_vocab; u = (next() >> 40) * 2^-24; the token is the first of
   /// the nucleus with c_j > u * c_k. Throws Error(kBadModel) naming the first non-finite logit.
   Token next(std::span<const float> logits);
+  /// SV14: the same draw with the ids `allowed` does not set (a GrammarMatcher's bitmask, bit
+  /// id % 32 of word id / 32) taken as -inf: the maximum and the nucleus are over allowed ids
+  /// only (e_i = 0 for the others). The logits are checked finite first, as next() does, so a
+  /// model's NaN is named whatever the mask. Throws std::logic_error (an internal error) if no id is allowed.
+  Token next(std::span<const float> logits, const std::vector<uint32_t>& allowed);
 
  private:
+  Token draw(std::span<const float> logits, const std::vector<uint32_t>* allowed);
   SamplerParams p_;
   SplitMix64 rng_;
 };

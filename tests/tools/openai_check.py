@@ -29,7 +29,8 @@ from pathlib import Path
 import openai
 
 AKV_KEYS = {"session", "reused_tokens", "recomputed_tokens", "evicted_tokens", "prefill_tokens",
-            "dropped_messages", "guarded_messages", "spans", "cache_sha256", "logits_sha256"}
+            "dropped_messages", "guarded_messages", "spans", "cache_sha256", "logits_sha256", "seed",
+            "tool_call_errors"}
 ERROR_KEYS = {"message", "type", "param", "code"}
 SYSTEM = {"role": "system", "content": "You are a careful banking assistant."}
 
@@ -457,9 +458,67 @@ def check_seeded(ctx):
     lps = a.choices[0].logprobs.content
     need(len(lps) == a.usage.completion_tokens and all(len(lp.top_logprobs) == 3 for lp in lps), "logprobs missing")
     need(all(x.logprob >= y.logprob for lp in lps for x, y in zip(lp.top_logprobs, lp.top_logprobs[1:])), "top_logprobs unsorted")
-    expect_error(openai.BadRequestError, 400, None, "seed", lambda: ctx.warm.ask(req, max_tokens=2, temperature=0.9))
+    # No seed: the default seed 0, said in akv.seed, the same draw as seed 0 given (SV4).
+    d, td, _ = ctx.warm.ask(req, fresh("seed"), max_tokens=6, temperature=0.9)
+    e, te, _ = ctx.warm.ask(req, fresh("seed"), max_tokens=6, temperature=0.9, seed=0)
+    need(bits(td) == bits(te), "a draw without a seed differs from the draw with seed 0")
+    need(d.model_extra["akv"]["seed"] == 0, f"akv.seed {d.model_extra['akv']['seed']} without a seed, not 0")
     return (f"temperature 0.9, top_p 0.95, seed 1234: twice and on the cold server the same {len(lps)} tokens and logprobs; "
-            f"top_logprobs 3, sorted; no seed: 400 naming seed")
+            f"top_logprobs 3, sorted; no seed: the default seed 0, said in akv.seed")
+
+
+BALANCE_TOOL = {"type": "function", "function": {
+    "name": "get_balance", "description": "The balance of one of the user's accounts.",
+    "parameters": {"type": "object", "properties": {"account": {"type": "string", "enum": ["checking", "savings"]}},
+                   "required": ["account"], "additionalProperties": False}}}
+
+
+def accumulate_calls(chunks):
+    """The tool calls a stream carried, accumulated as the openai client's users do (by index)."""
+    calls = {}
+    for ch in chunks:
+        for c in ch.choices:
+            for d in (c.delta.tool_calls or []):
+                e = calls.setdefault(d.index, {"id": None, "name": "", "arguments": ""})
+                e["id"] = d.id or e["id"]
+                if d.function and d.function.name:
+                    e["name"] += d.function.name
+                if d.function and d.function.arguments:
+                    e["arguments"] += d.function.arguments
+    return [calls[i] for i in sorted(calls)]
+
+
+def check_agent(ctx):
+    """A tool-using agent's loop through the client: a required call (constrained, SV14), the same
+    call streamed, the tool's result sent back, the answer = cold, and the Responses API."""
+    req = [SYSTEM, {"role": "user", "content": "What is in my checking account?"}]
+    kw = dict(tools=[BALANCE_TOOL], tool_choice="required", parallel_tool_calls=False, max_tokens=200)
+    r, _, sid = ctx.warm.ask(req, fresh("agent"), **kw)
+    ch = r.choices[0]
+    need(ch.finish_reason == "tool_calls" and ch.message.tool_calls and len(ch.message.tool_calls) == 1,
+         f"tool_choice required: finish {ch.finish_reason}, message {ch.message}")
+    call = ch.message.tool_calls[0]
+    args = json.loads(call.function.arguments)
+    need(call.function.name == "get_balance" and args.get("account") in ("checking", "savings") and set(args) == {"account"},
+         f"the call {call.function.name}({call.function.arguments}) is not valid under the tool's parameters")
+    streamed = accumulate_calls(ctx.warm.stream(req, fresh("agent"), **kw))
+    # The ids differ (each is a function of its request's bytes, and one says stream): not the call.
+    need([(c["name"], c["arguments"]) for c in streamed] == [(call.function.name, call.function.arguments)]
+         and streamed[0]["id"].startswith("call_"), f"the streamed calls {streamed} differ from the plain reply's")
+    turn = req + [ch.message.model_dump(exclude_none=True),
+                  {"role": "tool", "tool_call_id": call.id, "content": '{"balance": "1,204.50 EUR"}'}]
+    _, warm, _ = ctx.warm.ask(turn, sid, tools=[BALANCE_TOOL], max_tokens=8)
+    _, cold = ctx.cold.ask(turn, tools=[BALANCE_TOOL], max_tokens=8)
+    need(bits(warm) == bits(cold), "the answer after the tool's result differs from cold: " + what_differs(bits(warm), bits(cold)))
+    resp = ctx.warm.client.responses.create(
+        model=ctx.warm.model, input="What is in my savings account?", instructions=SYSTEM["content"],
+        tools=[dict(type="function", **BALANCE_TOOL["function"])], tool_choice="required", parallel_tool_calls=False,
+        max_output_tokens=200)
+    fcs = [o for o in resp.output if o.type == "function_call"]
+    need(len(fcs) == 1 and fcs[0].name == "get_balance" and json.loads(fcs[0].arguments).get("account") in ("checking", "savings"),
+         f"responses.create: output {resp.output}")
+    return (f"tool_choice required: get_balance({call.function.arguments}), finish tool_calls; streamed deltas accumulate to the "
+            f"same call; after the tool's result the answer = cold; responses.create: function_call get_balance({fcs[0].arguments})")
 
 
 def check_load(ctx):
@@ -525,7 +584,7 @@ def load_test(ctx, busy):
 CHECKS = [("plain", check_plain), ("stream", check_stream), ("tools", check_tools), ("evict", check_evict),
           ("flag-scope", check_flag_scope), ("error-unknown-field", check_unknown_field), ("error-malformed", check_malformed),
           ("error-unknown-model", check_unknown_model), ("error-context", check_overflow), ("error-401", check_auth),
-          ("error-429", check_429), ("seeded", check_seeded), ("load", check_load)]
+          ("error-429", check_429), ("seeded", check_seeded), ("agent", check_agent), ("load", check_load)]
 
 
 # ---- main

@@ -71,6 +71,7 @@ def hf_messages(conv):
 
 def phi3_subset(conv):
     # Phi-3's template renders user and assistant turns only (CT9): the check keeps those.
+    # It has no tool syntax (akv refuses tools under it): the tools are left out too.
     keep = [m for m in conv["messages"] if m["role"] in ("user", "assistant") and not m.get("tool_calls")]
     return {"messages": keep}
 
@@ -133,8 +134,9 @@ def main():
                 msgs = hf_messages(conv)
                 for label, t in compiled:
                     try:
+                        extra = {"tools": conv["tools"]} if conv.get("tools") else {}
                         want = t.render(messages=msgs, add_generation_prompt=False, bos_token=bos or "",
-                                        eos_token=eos or "")
+                                        eos_token=eos or "", **extra)
                         raised = None
                     except jinja2.exceptions.TemplateError as e:
                         want, raised = None, str(e)
