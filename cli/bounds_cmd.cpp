@@ -24,6 +24,7 @@
 #include "readers/conversation/chat_parse.hpp"
 #include "reference/chat.hpp"
 #include "reference/error.hpp"
+#include "reference/synthetic_spec.hpp"
 #include "reference/model.hpp"
 #include "cli/shared_options.hpp"
 #include "optimized/composed/plugin.hpp"
@@ -94,14 +95,14 @@ int run_per_op(const BoundsArgs& a) {
     tables.push_back(check::plugin_op_table(load_kernels(a.kernels)));
   else
     tables = check::optimized_op_tables(a.tables == "all" ? "" : a.tables);
-  return print_report(a, conv, check::per_op_check(*lm.model, tokens, tables, lm.name, a.from));
+  return print_report(a, conv, check::per_op_check(*lm.model, tokens, tables, lm.name, a.from, a.opt.kv));
 }
 
 int run_a_posteriori(const BoundsArgs& a) {
   const Conversation conv = load_conversation(a.file);
   const LoadedModel lm = bounded_model(a.model, a.seed);
   const std::vector<Token> tokens = conversation_tokens(conv, *lm.encoder, a.max_tokens);
-  return print_report(a, conv, bounds::run_a_posteriori(lm.model, tokens, backend_names(), lm.name, a.bits));
+  return print_report(a, conv, bounds::run_a_posteriori(lm.model, tokens, backend_names(), lm.name, a.bits, a.opt.kv));
 }
 
 int run_bounds_cmd(const BoundsArgs& a) {
@@ -112,11 +113,12 @@ int run_bounds_cmd(const BoundsArgs& a) {
   if (a.per_op) return run_per_op(a);
   if (a.a_posteriori) return run_a_posteriori(a);
   const std::vector<std::string> configs = config_names();
-  if (std::find(configs.begin(), configs.end(), a.model) == configs.end())
+  if (std::find(configs.begin(), configs.end(), a.model) == configs.end() && !is_synthetic_spec(a.model))
     throw Error(ErrorCode::kBadInput, "--model " + a.model + ": the end-to-end enclosure runs on the synthetic models (" +
-                                          names_help(configs) + "); --per-op and --a-posteriori run on any model");
+                                          names_help(configs) + ", synthetic:SPEC); --per-op and --a-posteriori run on any model");
   const Conversation conv = load_conversation(a.file);
-  const Config config = config_by_name(a.model);
+  const Config config = is_synthetic_spec(a.model) ? synthetic_config(a.model) : config_by_name(a.model);
+  check_kv_type(a.opt.kv, config);
   if (config.extended()) bounded_model(a.model, a.seed);  // refused by name
   check_token_ids(conv, config.vocab);
   std::vector<Token> tokens;
@@ -165,6 +167,7 @@ Command add_bounds(CLI::App& app) {
   b->add_option("--kernels", a->kernels, "With --per-op: check a kernel library's ops (include/akv/kernels.h) instead")
       ->check(nonempty())
       ->excludes(tab);
+  add_kv_type_option(b, a->opt.kv);
   b->add_flag("--json", a->json, "Print one JSON object instead of text");
   return {b, [a] { return run_bounds_cmd(*a); }};
 }

@@ -19,6 +19,7 @@ Command add_tokenize(CLI::App& app);
 Command add_logits(CLI::App& app);
 Command add_rope(CLI::App& app);
 Command add_leakage(CLI::App& app);
+Command add_kv_cost(CLI::App& app);
 Command add_gate(CLI::App& app);
 Command add_verify(CLI::App& app);
 Command add_serve(CLI::App& app);

@@ -25,6 +25,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/options.hpp"
+#include "cli/shared_options.hpp"
 #include "gate/check_list.hpp"
 #include "gate/environment.hpp"
 #include "gate/gate.hpp"
@@ -97,6 +98,7 @@ int run_gate_cmd(GateArgs& a) {
   }
   json_error_fd() = child ? -1 : a.json ? json_fd : STDOUT_FILENO;  // an error's JSON goes where the report would
   const uint32_t select = parse_ops(a.ops);
+  check_kv_type(a.opt.kv_type, load_model(a.opt.model).model->config);  // q8_0 on tiny: exit 2 before any check
   if (!a.check.empty()) gate::describe_check(a.check);  // an unknown id is exit 2 before any check runs
   check_rc_params();
   if (!rc::detail::configuration().reproduce.empty() && a.check.empty() && !a.describe)
@@ -141,7 +143,8 @@ int run_gate_cmd(GateArgs& a) {
       std::cerr << fmt::format("akv gate: seed {}\n", a.opt.seed) << std::flush;
     if (!a.json)
       std::cout << fmt::format("akv gate: {} ({}), ops {}, {} cases per op property, {} per end-to-end one, budget {:g} s per check, model {}\n",
-                               a.kernels, lib.name, op_list(lib.own), a.opt.cases, gate::e2e_cases(a.opt), a.opt.budget_s, a.opt.model)
+                               a.kernels, lib.name, op_list(lib.own), a.opt.cases, gate::e2e_cases(a.opt), a.opt.budget_s,
+                               a.opt.model + (a.opt.kv_type == KvType::kF32 ? "" : std::string(", cache ") + kv_type_name(a.opt.kv_type)))
                 << "  " << gate::environment_line(a.opt.environment) << "\n"
                 << std::flush;
     const size_t total = gate::check_ids().size();
@@ -204,6 +207,7 @@ int run_gate_cmd(GateArgs& a) {
     nlohmann::json j{{"kernels", a.kernels}, {"name", lib.name}, {"abi_version", AKV_KERNELS_ABI_VERSION},
                      {"provides", op_list(lib.provides)}, {"checked_ops", op_list(lib.own)}, {"model", a.opt.model},
                      {"seed", a.opt.seed}, {"cases", a.opt.cases}, {"e2e_cases", gate::e2e_cases(a.opt)},
+                     {"kv_type", kv_type_name(a.opt.kv_type)},
                      {"budget_s", a.opt.budget_s}, {"environment", a.opt.environment},
                      {"verdict", code == 0 ? "pass" : "fail"}, {"checks", nlohmann::json::array()}};
     for (const auto& c : checks) j["checks"].push_back(gate::to_json(c));
@@ -238,6 +242,7 @@ Command add_gate(CLI::App& app) {
       ->each([a](const std::string&) { a->seed_set = true; });
   c->add_option("--model", a->opt.model, "The end-to-end checks' model: " + names_help(model_forms()))->capture_default_str()->check(nonempty());
   c->add_option("--out", a->opt.out, "Directory for counterexample files")->capture_default_str()->check(nonempty());
+  add_kv_type_option(c, a->opt.kv_type);
   c->add_flag("--json", a->json, "Print the verdict and every check as JSON (progress: one line per check on stderr)");
   c->add_option("--junit", a->junit, "Also write the report as JUnit XML to FILE (one testcase per check)")->check(nonempty());
   c->add_flag("--list", a->list, "Print every check (id, kind, what it asserts) and the exit codes, and exit");

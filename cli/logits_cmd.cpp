@@ -1,4 +1,4 @@
-// akv logits FILE [--model M] [--backend B] [--positions last|all] (--out F.npy | --json)
+// akv logits FILE [--model M] [--backend B] [--kv-type T] [--positions last|all] (--out F.npy | --json)
 // The logits a model produces on a conversation, so anyone can compare akv with another
 // implementation (docs/crosscheck.md). The conversation is appended span by span, as the
 // witness does (preamble first, then one span per message).
@@ -30,6 +30,7 @@ struct LogitsArgs {
   std::string out;
   bool json = false;
   BackendOptions bo;
+  KvType kv_type = KvType::kF32;
 };
 
 int run_logits(const LogitsArgs& a) {
@@ -43,7 +44,7 @@ int run_logits(const LogitsArgs& a) {
     throw Error(ErrorCode::kContextOverflow,
                 fmt::format("conversation is {} tokens, more than model '{}' holds ({})", enc.tokens(), lm.name, c.max_ctx));
   auto backend = make_backend(a.backend, lm.model, a.bo);
-  Session s(*backend);
+  Session s(*backend, a.kv_type);
   std::vector<float> rows;
   std::vector<size_t> positions;
   auto add = [&](SpanId id, const std::vector<Token>& span) {
@@ -73,7 +74,7 @@ int run_logits(const LogitsArgs& a) {
     for (size_t r = 0; r < positions.size(); ++r)
       l.push_back(std::vector<float>(rows.begin() + static_cast<std::ptrdiff_t>(r * vocab),
                                      rows.begin() + static_cast<std::ptrdiff_t>((r + 1) * vocab)));
-    print_json({{"file", a.file}, {"model", lm.name}, {"backend", backend->name()}, {"tokens", s.tokens()},
+    print_json({{"file", a.file}, {"model", lm.name}, {"backend", backend->name()}, {"kv_type", kv_type_name(a.kv_type)}, {"tokens", s.tokens()},
                 {"positions", positions}, {"logits", l}});
     return 0;
   }
@@ -92,6 +93,7 @@ Command add_logits(CLI::App& app) {
   add_model_option(l, a->model);
   l->add_option("--seed", a->seed, "Weight seed (synthetic models)")->capture_default_str()->check(decimal(0, UINT64_MAX));
   add_backend_options(l, a->backend, a->bo);
+  add_kv_type_option(l, a->kv_type);
   l->add_option("--positions", a->positions, "last: the next-token logits; all: one row per token")
       ->capture_default_str()
       ->check(one_of({"last", "all"}));

@@ -51,6 +51,7 @@ int main(int argc, char** argv) {
       akv::cli::add_logits(app),
       akv::cli::add_rope(app),
       akv::cli::add_leakage(app),
+      akv::cli::add_kv_cost(app),
       akv::cli::add_gate(app),
       akv::cli::add_verify(app),
       akv::cli::add_serve(app),

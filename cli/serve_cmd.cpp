@@ -59,8 +59,9 @@ int run_serve(ServeArgs& a) {
   serve::HttpServer http(engine, a.server);
   const int port = http.bind();
   const BackendDescription d = engine.backend_description();
-  std::cout << fmt::format("akv serve: listening on http://{}:{} (model {}, backend {}, {}, parallel {})", a.server.host, port,
-                           engine.model().name, d.name, describe_isa_threads(d), a.engine.parallel)
+  std::cout << fmt::format("akv serve: listening on http://{}:{} (model {}, backend {}, {}, parallel {}{})", a.server.host, port,
+                           engine.model().name, d.name, describe_isa_threads(d), a.engine.parallel,
+                           a.engine.kv_type == KvType::kF32 ? std::string() : std::string(", cache ") + kv_type_name(a.engine.kv_type))
             << std::endl;
   std::thread signals([&] {
     int sig = 0;
@@ -93,6 +94,7 @@ Command add_serve(CLI::App& app) {
       ->check(nonempty());
   s->add_option("--parallel", a->engine.parallel, "Requests decoded together (continuous batching)")->capture_default_str()->check(decimal(1, 256));
   s->add_option("--queue", a->engine.queue, "Requests that may wait beyond those; more get 429")->capture_default_str()->check(decimal(0, 100000));
+  add_kv_type_option(s, a->engine.kv_type);
   s->add_option("--cache-budget", a->engine.cache_budget, "Bytes of K/V that idle sessions keep (LRU)")
       ->capture_default_str()
       ->check(decimal(0, UINT64_MAX));

@@ -29,4 +29,12 @@ void add_backend_options(CLI::App* c, std::string& backend, BackendOptions& bo) 
       ->excludes(b);
 }
 
+void add_kv_type_option(CLI::App* c, KvType& kv) {
+  c->add_option_function<std::string>(
+       "--kv-type", [&kv](const std::string& name) { kv = parse_kv_type(name); },
+       "Cache type of the sessions: " + names_help(kv_type_names()) +
+           " (spec/state.md S5: f16 and q8_0 round each K/V row once, when written; default f32)")
+      ->check(one_of(kv_type_names()));
+}
+
 }  // namespace akv::cli

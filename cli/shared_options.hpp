@@ -18,4 +18,8 @@ void add_model_option(CLI::App* c, std::string& model);
 /// backend_names() and cpu::isa_choices(). A bad value is refused by make_backend() (IN7).
 void add_backend_options(CLI::App* c, std::string& backend, BackendOptions& bo);
 
+/// Adds `--kv-type` (stored in `kv`): the cache type of the command's sessions (spec/state.md
+/// S5), from kv_type_names(); default f32.
+void add_kv_type_option(CLI::App* c, KvType& kv);
+
 }  // namespace akv::cli

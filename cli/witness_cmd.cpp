@@ -1,6 +1,6 @@
 // akv witness FILE [--evict N[,M...] | --evict-poisoned | --redact N:STRING...] [--model M] [--seed S]
-//                  [--backend B | --kernels LIB.so] [--isa I] [--threads N] [--policy P] [--logit-rows last|all]
-//                  [--same-config | --cross-threads N --cross-isa I] [--json] [--out FILE]
+//                  [--backend B | --kernels LIB.so] [--isa I] [--threads N] [--kv-type T] [--policy P]
+//                  [--logit-rows last|all] [--same-config | --cross-threads N --cross-isa I] [--json] [--out FILE]
 // Exit (spec/input.md IN5): 0 passed (evict == never bit for bit, prefix untouched, only the
 // survivors written: spec/operations.md O5), 1 not, 2 bad input or usage (IN4, IN6), 3 internal error.
 #include <iostream>
@@ -76,6 +76,7 @@ Command add_witness(CLI::App& app) {
   add_model_option(w, a->opt.model);
   w->add_option("--seed", a->opt.seed, "Weight seed")->capture_default_str()->check(decimal(0, UINT64_MAX));
   add_backend_options(w, a->opt.backend, a->opt.backend_options);
+  add_kv_type_option(w, a->opt.kv_type);
   w->add_option("--policy", a->policy, "Eviction policy: " + names_help(policy_names()) + " (spec/leakage.md; exact is akv's, only it can pass)")
       ->capture_default_str()
       ->check(nonempty());

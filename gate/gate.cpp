@@ -320,6 +320,7 @@ Check run_e2e(const std::string& id, std::shared_ptr<const OpSet> s, const Optio
   ctx.backend = "gate";
   ctx.profile = gate_profile(o);
   ctx.knobs = gen::BackendKnobs{s->has_threads(), {}};
+  if (o.kv_type != KvType::kF32) ctx.kv_types = {o.kv_type};  // every session of every case that type (S5)
   ctx.factory = [s](std::shared_ptr<const Model> m, const BackendOptions& bo) {
     ComposedOptions co;
     co.name = "gate";
@@ -363,6 +364,7 @@ Check run_e2e(const std::string& id, std::shared_ptr<const OpSet> s, const Optio
     const prop::CounterexampleFile f = prop::counterexample_file(*out.counterexample, id, "cpu", out.reproduce);
     // The case ran on the library's ops: the file says so, and how the witness re-runs it.
     nlohmann::json j = nlohmann::json::parse(f.json);  // our own text, just written
+    // The witness args carry --kv-type from the case (counterexample_file).
     const std::string args = without_backend(f.witness_args) + cross_threads_arg(*out.counterexample) + " --kernels " + s->source();
     j["akv_counterexample"]["backend"] = "kernels";
     j["akv_counterexample"]["kernels"] = s->source();

@@ -2,6 +2,7 @@
 // accuracy (GT3) per op, then the composed model end to end (GT4), each as a RapidCheck
 // property whose failure keeps the reproduce string and a shrunk counterexample file.
 #pragma once
+#include "reference/kv_types.hpp"
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
@@ -22,6 +23,7 @@ struct Options {
   int e2e_tokens = 96;        // tokens per end-to-end conversation at most
   int e2e_cases = 0;          // cases per end-to-end property; 0: cases / 5, at least 1
   double budget_s = 20;       // seconds a check draws new cases; then it stops (and shrinks as long again)
+  KvType kv_type = KvType::kF32;  // the end-to-end checks' cache type (spec/state.md S5): E1 and I1 within it
   int reruns = 5;             // a failing case is rerun so often to tell whether it is flaky
   nlohmann::json environment; // environment.hpp's record: written into every counterexample file
 };

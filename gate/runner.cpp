@@ -25,6 +25,7 @@ std::vector<std::string> same_gate(const GateArgs& a) {
   if (a.opt.e2e_cases > 0) v.insert(v.end(), {"--e2e-cases", std::to_string(a.opt.e2e_cases)});
   if (a.opt.budget_s != gate::Options{}.budget_s) v.insert(v.end(), {"--budget", fmt::format("{:g}", a.opt.budget_s)});
   if (!a.ops.empty()) v.insert(v.end(), {"--ops", a.ops});
+  if (a.opt.kv_type != KvType::kF32) v.insert(v.end(), {"--kv-type", kv_type_name(a.opt.kv_type)});
   return v;
 }
 

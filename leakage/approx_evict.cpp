@@ -1,5 +1,6 @@
 #include "leakage/approx_evict.hpp"
 
+#include <string>
 #include <vector>
 
 #include "reference/error.hpp"
@@ -24,6 +25,11 @@ EvictStats evict_under(Session& s, std::span<const SpanId> ids, EvictPolicy poli
   if (s.model().rope_local)
     throw Error(ErrorCode::kBadInput, "policy kshift: architecture '" + arch_label(s.model().config) +
                                           "' has a second RoPE table for its sliding layers (spec/model.md M19); kshift re-rotates with one");
+  // L4 rotates float32 keys in place; a typed cache (spec/state.md S5) would need each moved key
+  // decoded, rotated and rounded again, which is no engine's K-shift: refused by name.
+  if (s.kv_type() != KvType::kF32)
+    throw Error(ErrorCode::kBadInput, std::string("policy kshift: the cache is ") + kv_type_name(s.kv_type()) +
+                                          "; kshift re-rotates float32 keys (--kv-type f32, or policy exact, mask or keep)");
   // L4: last named span first, so every shift_out sees the starts it was given.
   const RopeTable& rope = *s.model().rope;
   s.evict_in_place(ids, Session::EvictedRows::kDropped, [&](KVCache& c) {

@@ -5,6 +5,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "reference/kv_cache.hpp"
 #include "reference/model.hpp"
@@ -53,6 +54,9 @@ class Backend {
   virtual const Model& model() const = 0;
   /// Name, ISA, threads and scratch policy, as this backend runs them.
   virtual BackendDescription describe() const = 0;
+  /// The cache types (spec/state.md S5) this backend's forward reads and writes; a Session of
+  /// another type is refused before any work. Default: f32 only.
+  virtual std::vector<KvType> kv_types() const { return {KvType::kF32}; }
 
   /// Runs `tokens` (m,) at positions [cache.size(), cache.size() + m): appends their K/V to
   /// `cache` and writes the logits of the rows `rows` (strictly increasing indexes into
@@ -90,7 +94,11 @@ class Backend {
 /// The default scratch poison: quiet NaN in debug builds or when AKV_POISON_SCRATCH is set.
 std::optional<float> default_scratch_poison();
 
-/// The scalar float32 reference backend (reference/forward.hpp).
+/// Error(kBadInput) unless `backend` runs caches of type t and t can store model's rows
+/// (check_kv_type): the message names the backend, the type and the types it runs.
+void check_backend_kv_type(const Backend& backend, KvType t);
+
+/// The scalar float32 reference backend (reference/forward.hpp); every cache type.
 std::unique_ptr<Backend> make_reference_backend(std::shared_ptr<const Model> model);
 
 }  // namespace akv

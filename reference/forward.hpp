@@ -3,6 +3,7 @@
 #pragma once
 #include <algorithm>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "reference/kv_cache.hpp"
@@ -24,16 +25,24 @@ struct RunState {
   std::vector<T> hb;   // (ffn,) the gate w1 x, then SwiGLU's output
   std::vector<T> hb2;  // (ffn,) the up projection w3 x
   std::vector<T> att;  // (>= pos + 1,) one head's scores, then its weights
+  std::vector<T> kr, vr;  // a typed cache's rows of one layer as float32 (spec/state.md S8); unused for f32
   explicit RunState(const Config& c)
       : x(c.hidden), xb(c.hidden), xb2(c.q_dim()), q(c.q_dim()), k(c.kv_dim()), v(c.kv_dim()),
         hb(c.ffn), hb2(c.ffn) {}  // att grows with the cache (forward_token), never to a claimed max_ctx
   void fill(T value) {
-    for (auto* b : {&x, &xb, &xb2, &q, &k, &v, &hb, &hb2, &att}) std::fill(b->begin(), b->end(), value);
+    for (auto* b : {&x, &xb, &xb2, &q, &k, &v, &hb, &hb2, &att, &kr, &vr}) std::fill(b->begin(), b->end(), value);
   }
 };
 
+/// The K/V rounding of the cache type as the enclosures model it (spec/bounds.md B18): nothing
+/// for an exact scalar (the MPFR oracle and the interval enclosure compute the model whose cache
+/// keeps the exact values); the affine enclosure's overload (verify/bounds/affine_ops.hpp, found
+/// by argument-dependent lookup) adds each element's rounding. row: (n,) = (n_kv_heads, head_dim).
+template <class T>
+void kv_round_row(T* /*row*/, int /*n*/, int /*head_dim*/, KvType /*type*/) {}
+
 /// Runs `token` at position `pos` == cache.size(): appends its K/V to every layer of
-/// `cache` and writes its logits (vocab,) to `logits`; logits == nullptr skips the final
+/// `cache` (rounded as its type stores them, spec/state.md S5-S7) and writes its logits (vocab,) to `logits`; logits == nullptr skips the final
 /// RMSNorm and classifier (the cache is the same either way). Preconditions (checked by the
 /// caller, the Session): 0 <= token < vocab, pos < max_ctx. The weights' scalar Wt is T, or
 /// float under a wider T (the interval oracle keeps a real model's weights as floats, B17).
@@ -67,16 +76,22 @@ void forward_token(const ModelT<Wt>& m, KVCacheT<T>& cache, Token token, T* logi
     }
     rope(s.q.data(), c.n_heads, hd, cos, sin);
     rope(s.k.data(), c.n_kv_heads, hd, cos, sin);
-    std::copy(s.k.begin(), s.k.end(), cache.k(l) + static_cast<size_t>(pos) * kvd);
-    std::copy(s.v.begin(), s.v.end(), cache.v(l) + static_cast<size_t>(pos) * kvd);
+    if constexpr (!std::is_same_v<T, float>) {
+      kv_round_row(s.k.data(), kvd, hd, cache.type());
+      kv_round_row(s.v.data(), kvd, hd, cache.type());
+    }
+    cache.store(l, static_cast<size_t>(pos), s.k.data(), s.v.data());  // S6, S7: a typed row is rounded here
     // M19: a sliding layer's query sees keys [first, pos]; the attention over them alone.
     const int first = c.sliding(l) ? std::max(0, pos - c.sliding_window + 1) : 0;
-    const size_t off = static_cast<size_t>(first) * kvd;
+    const size_t n_keys = static_cast<size_t>(pos + 1 - first);
+    // S8: the rows as float32 (a typed cache's converted, exactly), then the same attention.
+    const T* keys = cache.k_rows(l, static_cast<size_t>(first), n_keys, s.kr);
+    const T* vals = cache.v_rows(l, static_cast<size_t>(first), n_keys, s.vr);
     const unsigned char* mask = cache.mask() == nullptr ? nullptr : cache.mask() + first;
     for (int h = 0; h < c.n_heads; ++h) {
       const size_t kv_off = static_cast<size_t>(h / group) * hd;
       attention_head(s.xb2.data() + static_cast<size_t>(h) * hd, s.q.data() + static_cast<size_t>(h) * hd,
-                     cache.k(l) + off + kv_off, cache.v(l) + off + kv_off, pos + 1 - first, kvd, hd, s.att.data(), mask);
+                     keys + kv_off, vals + kv_off, pos + 1 - first, kvd, hd, s.att.data(), mask);
     }
     matmul(s.xb.data(), s.xb2.data(), w.wo.data(), c.q_dim(), d);
     if (c.post_norms) rmsnorm(s.xb.data(), s.xb.data(), w.post_attn_norm.data(), d, c.rms_eps);  // M16

@@ -1,41 +1,82 @@
-// The KV cache state (spec/state.md S1): per layer, the post-RoPE keys and the values of
-// every cached token, entry p at absolute position p.
+// The KV cache state (spec/state.md S1, S5): per layer, the post-RoPE keys and the values of
+// every cached token, entry p at absolute position p, each row stored as the cache's type.
 #pragma once
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <stdexcept>
+#include <type_traits>
 #include <vector>
 
 #include <boost/align/aligned_allocator.hpp>
 
 #include "reference/config.hpp"
+#include "reference/kv_types.hpp"
 
 namespace akv {
 
+/// T = float: the rows are the bytes of the cache type (S5-S7), kv_row_bytes(type, kv_dim) a
+/// row. Any other T (the MPFR oracle, the interval and affine enclosures of spec/bounds.md): the
+/// rows are T values, kv_dim a row, and type() only names the type the enclosure models.
 template <class T>
 class KVCacheT {
+  static constexpr bool kBytes = std::is_same_v<T, float>;
+  using Cell = std::conditional_t<kBytes, unsigned char, T>;
+
  public:
   KVCacheT() = default;
-  explicit KVCacheT(const Config& c) : kv_dim_(c.kv_dim()), k_(c.n_layers), v_(c.n_layers) {}
+  /// An empty cache of type t (S5). The caller checks t against the model (check_kv_type).
+  explicit KVCacheT(const Config& c, KvType t = KvType::kF32)
+      : kv_dim_(c.kv_dim()), type_(t), row_cells_(kBytes ? kv_row_bytes(t, c.kv_dim()) : static_cast<size_t>(c.kv_dim())),
+        k_(c.n_layers), v_(c.n_layers) {}
 
   size_t size() const { return n_; }
   int kv_dim() const { return kv_dim_; }
   int n_layers() const { return static_cast<int>(k_.size()); }
+  /// The cache type, fixed for the cache's life (S5).
+  KvType type() const { return type_; }
+  /// Bytes of one stored row (one entry of one layer, K or V): kv_row_bytes(type(), kv_dim()).
+  size_t row_bytes() const { return row_cells_ * sizeof(Cell); }
 
-  /// Keys / values of `layer`: (size(), kv_dim), row p = position p.
-  const T* k(int layer) const { return k_[layer].data(); }
-  const T* v(int layer) const { return v_[layer].data(); }
-  T* k(int layer) { return k_[layer].data(); }
-  T* v(int layer) { return v_[layer].data(); }
+  /// Keys / values of `layer` as T: (size(), kv_dim), row p = position p. For T = float only
+  /// when type() is f32 (std::logic_error otherwise: read typed rows with k_rows / k_bytes).
+  const T* k(int layer) const { return as_t(k_[layer]); }
+  const T* v(int layer) const { return as_t(v_[layer]); }
+  T* k(int layer) { return const_cast<T*>(as_t(k_[layer])); }
+  T* v(int layer) { return const_cast<T*>(as_t(v_[layer])); }
+
+  /// The stored bytes of `layer`'s keys / values: size() rows of row_bytes() (S4's digest reads these).
+  const unsigned char* k_bytes(int layer) const { return reinterpret_cast<const unsigned char*>(k_[layer].data()); }
+  const unsigned char* v_bytes(int layer) const { return reinterpret_cast<const unsigned char*>(v_[layer].data()); }
+  unsigned char* k_bytes(int layer) { return reinterpret_cast<unsigned char*>(k_[layer].data()); }
+  unsigned char* v_bytes(int layer) { return reinterpret_cast<unsigned char*>(v_[layer].data()); }
+
+  /// Writes entry `pos`'s key and value rows (kv_dim each) of `layer`, as the type stores them
+  /// (S6, S7: rounded here, once). pos < size().
+  void store(int layer, size_t pos, const T* key, const T* value) {
+    if constexpr (kBytes) {
+      kv_encode_row(type_, key, kv_dim_, k_bytes(layer) + pos * row_cells_);
+      kv_encode_row(type_, value, kv_dim_, v_bytes(layer) + pos * row_cells_);
+    } else {
+      std::copy_n(key, kv_dim_, k_[layer].data() + pos * row_cells_);
+      std::copy_n(value, kv_dim_, v_[layer].data() + pos * row_cells_);
+    }
+  }
+
+  /// Rows [first, first + n) of `layer`'s keys / values as T (n, kv_dim), as attention reads
+  /// them (S8): the rows themselves for f32 (and any T other than float), else converted into
+  /// `buf`, which grows to hold them.
+  const T* k_rows(int layer, size_t first, size_t n, std::vector<T>& buf) const { return rows(k_[layer], first, n, buf); }
+  const T* v_rows(int layer, size_t first, size_t n, std::vector<T>& buf) const { return rows(v_[layer], first, n, buf); }
 
   /// Makes room for m more entries (their contents are unspecified until written) and
   /// returns the first new position. Entries [0, size()) keep their bytes.
   size_t grow(size_t m) {
     const size_t first = n_;
     n_ += m;
-    for (auto& l : k_) l.resize(n_ * kv_dim_);
-    for (auto& l : v_) l.resize(n_ * kv_dim_);
+    for (auto& l : k_) l.resize(n_ * row_cells_);
+    for (auto& l : v_) l.resize(n_ * row_cells_);
     if (!mask_.empty()) mask_.resize(n_, 0);  // new entries are never masked (L3)
     for (size_t i = 0; i < m; ++i) serial_.push_back(++entries_written_);
     return first;
@@ -45,8 +86,8 @@ class KVCacheT {
   void truncate(size_t n) {
     if (n >= n_) return;
     n_ = n;
-    for (auto& l : k_) l.resize(n_ * kv_dim_);
-    for (auto& l : v_) l.resize(n_ * kv_dim_);
+    for (auto& l : k_) l.resize(n_ * row_cells_);
+    for (auto& l : v_) l.resize(n_ * row_cells_);
     if (!mask_.empty()) mask_.resize(n_);
     serial_.resize(n_);
     drop_clear_mask();
@@ -75,8 +116,8 @@ class KVCacheT {
       mask_.erase(mask_.begin() + static_cast<std::ptrdiff_t>(begin), mask_.begin() + static_cast<std::ptrdiff_t>(end));
     serial_.erase(serial_.begin() + static_cast<std::ptrdiff_t>(begin), serial_.begin() + static_cast<std::ptrdiff_t>(end));
     n_ -= end - begin;
-    for (auto& l : k_) l.resize(n_ * kv_dim_);
-    for (auto& l : v_) l.resize(n_ * kv_dim_);
+    for (auto& l : k_) l.resize(n_ * row_cells_);
+    for (auto& l : v_) l.resize(n_ * row_cells_);
     for (size_t p = begin; p < placed; ++p) serial_[p] = ++entries_written_;
     truncate(placed);
     drop_clear_mask();  // truncate() returns early when nothing is dropped
@@ -94,16 +135,38 @@ class KVCacheT {
   std::span<const uint64_t> write_serials() const { return serial_; }
 
  private:
+  using Rows = std::vector<Cell, boost::alignment::aligned_allocator<Cell, 64>>;
+  const T* as_t(const Rows& r) const {
+    if constexpr (kBytes) {
+      if (type_ != KvType::kF32) throw std::logic_error("KVCache: float rows of a typed cache (use k_rows / k_bytes)");
+      return reinterpret_cast<const float*>(r.data());
+    } else {
+      return r.data();
+    }
+  }
+  const T* rows(const Rows& r, size_t first, size_t n, std::vector<T>& buf) const {
+    if constexpr (kBytes) {
+      if (type_ != KvType::kF32) {
+        if (buf.size() < n * kv_dim_) buf.resize(n * kv_dim_);
+        for (size_t p = 0; p < n; ++p)
+          kv_decode_row(type_, r.data() + (first + p) * row_cells_, kv_dim_, buf.data() + p * kv_dim_);
+        return buf.data();
+      }
+    }
+    return as_t(r) + first * kv_dim_;
+  }
   // No entry masked: mask() is nullptr again, the path of every backend before masks.
   void drop_clear_mask() {
     if (std::find(mask_.begin(), mask_.end(), uint8_t{1}) == mask_.end()) mask_.clear();
   }
 
   int kv_dim_ = 0;
+  KvType type_ = KvType::kF32;
+  size_t row_cells_ = 0;  // Cells a row: row bytes (T = float) or kv_dim
   size_t n_ = 0;
-  // [layer] (n, kv_dim). 64-byte aligned, so a row whose bytes are a multiple of 64 never has a
+  // [layer] (n, row_cells). 64-byte aligned, so a row whose bytes are a multiple of 64 never has a
   // SIMD load straddle two cache lines (a split load costs the kernels 13-16%, docs/performance.md).
-  std::vector<std::vector<T, boost::alignment::aligned_allocator<T, 64>>> k_, v_;
+  std::vector<Rows> k_, v_;
   std::vector<uint8_t> mask_;          // (n,) or empty: nothing masked
   uint64_t entries_written_ = 0;
   std::vector<uint64_t> serial_;       // (n,) write serials

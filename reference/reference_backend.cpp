@@ -1,5 +1,9 @@
+#include <algorithm>
 #include <cstdlib>
 #include <limits>
+#include <string>
+
+#include "reference/error.hpp"
 
 #include "reference/backend.hpp"
 #include "reference/forward.hpp"
@@ -15,6 +19,16 @@ std::optional<float> default_scratch_poison() {
 #endif
 }
 
+void check_backend_kv_type(const Backend& backend, KvType t) {
+  check_kv_type(t, backend.model().config);
+  const std::vector<KvType> ok = backend.kv_types();
+  if (std::find(ok.begin(), ok.end(), t) != ok.end()) return;
+  std::string names;
+  for (KvType x : ok) names += (names.empty() ? "" : ", ") + std::string(kv_type_name(x));
+  throw Error(ErrorCode::kBadInput, "backend '" + backend.name() + "' keeps its cache as " + names + " only, not " +
+                                        kv_type_name(t) + " (--kv-type; the reference and cpu backends run every type)");
+}
+
 namespace {
 
 class ReferenceBackend final : public Backend {
@@ -25,6 +39,7 @@ class ReferenceBackend final : public Backend {
   std::string name() const override { return "reference"; }
   const Model& model() const override { return *model_; }
   BackendDescription describe() const override { return {name(), "scalar", 1, poison_}; }
+  std::vector<KvType> kv_types() const override { return {KvType::kF32, KvType::kF16, KvType::kQ8_0}; }
 
   void forward_rows(KVCache& cache, std::span<const Token> tokens, RowList rows, std::span<float> logits) override {
     if (poison_) state_.fill(*poison_);

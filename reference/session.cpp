@@ -13,7 +13,14 @@ namespace {
 std::string span_name(SpanId id) { return "span " + std::to_string(id); }
 }  // namespace
 
-Session::Session(Backend& backend) : backend_(&backend), cache_(backend.model().config) {}
+namespace {
+const Config& checked(const Backend& backend, KvType t) {
+  check_backend_kv_type(backend, t);
+  return backend.model().config;
+}
+}  // namespace
+
+Session::Session(Backend& backend, KvType kv_type) : backend_(&backend), cache_(checked(backend, kv_type), kv_type) {}
 
 void Session::check_tokens(std::span<const Token> tokens) const {
   const Config& c = model().config;

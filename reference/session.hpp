@@ -51,8 +51,10 @@ struct BatchAppend {
 
 class Session {
  public:
-  /// A session over `backend` (not owned; must outlive the session), empty cache.
-  explicit Session(Backend& backend);
+  /// A session over `backend` (not owned; must outlive the session), empty cache of type
+  /// `kv_type` (spec/state.md S5), fixed for the session's life. Error(kBadInput) when the
+  /// backend does not run that type or the model's rows do not fit it (check_backend_kv_type).
+  explicit Session(Backend& backend, KvType kv_type = KvType::kF32);
 
   /// O2. Appends `tokens` (m >= 1) to span `id` at positions [size(), size() + m) and returns
   /// their logits: (m, vocab) for LogitRows::kAll, the last row (1, vocab) for kLast. `id` is new (a span opened at the tail) or the last live span
@@ -110,6 +112,8 @@ class Session {
   std::span<const float> logits() const;
 
   const KVCache& cache() const { return cache_; }
+  /// The cache type (S5): the constructor's, never changed.
+  KvType kv_type() const { return cache_.type(); }
   const Model& model() const { return backend_->model(); }
   size_t size() const { return cache_.size(); }
   /// Token ids and span ids of the entries, (size(),) each (S1).

@@ -30,10 +30,10 @@ std::string Sha256::hex() {
 
 namespace {
 void add_cache(Sha256& h, const KVCache& c, size_t n) {
-  const size_t bytes = n * static_cast<size_t>(c.kv_dim()) * sizeof(float);
+  const size_t bytes = n * c.row_bytes();  // the stored rows (S4): float32, or the type's bytes (S6, S7)
   for (int l = 0; l < c.n_layers(); ++l) {
-    h.add(c.k(l), bytes);
-    h.add(c.v(l), bytes);
+    h.add(c.k_bytes(l), bytes);
+    h.add(c.v_bytes(l), bytes);
   }
 }
 }  // namespace

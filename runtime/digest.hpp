@@ -36,7 +36,8 @@ std::string sha256_hex(std::string_view bytes);
 std::string sha256_floats(std::span<const float> v);
 
 /// SHA-256 of the cache's K/V bytes: for each layer in order, K rows [0, size()) then
-/// V rows [0, size()), each row kv_dim float32 (O5).
+/// V rows [0, size()), each row as stored: kv_dim float32, or the cache type's row bytes
+/// (spec/state.md S4, S6, S7) (O5).
 std::string cache_sha256(const KVCache& cache);
 
 /// SHA-256 of the cache's first `n` entries only (the prefix of E3), same layout.

@@ -115,8 +115,11 @@ std::string check_line(const json& j, std::map<std::string, std::unique_ptr<Engi
   // are taken from the log, like an endpoint's evictions, and the regexes are not rechecked.
   const bool command = eng.contains("guard_command") && eng["guard_command"].is_string();
   if (command) eo.guard.patterns.clear();
-  const std::string key = fmt::format("{}|{}|{}|{}|{}|{}", model, seed, field(b, "name").get<std::string>(),
-                                      field(b, "threads").get<int>(), eo.default_max_tokens, json(eo.guard.patterns).dump());
+  // The cache type (spec/state.md S5): a line written before types existed ran f32.
+  eo.kv_type = eng.contains("kv_type") ? parse_kv_type(field(eng, "kv_type").get<std::string>()) : KvType::kF32;
+  const std::string key = fmt::format("{}|{}|{}|{}|{}|{}|{}", model, seed, field(b, "name").get<std::string>(),
+                                      field(b, "threads").get<int>(), eo.default_max_tokens, json(eo.guard.patterns).dump(),
+                                      kv_type_name(eo.kv_type));
   if (!engines.count(key)) {
     LoadedModel lm = load_model(model, seed);
     BackendOptions bo;

@@ -175,9 +175,10 @@ std::string message_key(const Message& m) {
 
 Engine::Engine(LoadedModel lm, std::unique_ptr<Backend> backend, EngineOptions opt)
     : lm_(std::move(lm)), backend_(std::move(backend)), desc_(backend_->describe()), opt_(std::move(opt)), guard_(opt_.guard),
-      store_({opt_.cache_budget, opt_.max_sessions, opt_.session_record_bytes}, bytes_per_token()) {
+      store_({opt_.cache_budget, opt_.max_sessions, opt_.session_record_bytes}, bytes_per_token(), opt_.kv_type) {
   if (opt_.parallel < 1) throw Error(ErrorCode::kBadInput, "--parallel must be >= 1");
   if (opt_.max_sessions < 1) throw Error(ErrorCode::kBadInput, "--max-sessions must be >= 1");
+  check_backend_kv_type(*backend_, opt_.kv_type);  // before any session: --kv-type the backend runs
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -197,8 +198,7 @@ const chat::GrammarVocabulary& Engine::grammar_vocabulary() {
 
 size_t Engine::bytes_per_token() const {
   const Config& c = lm_.model->config;
-  return size_t{2} * static_cast<size_t>(c.n_layers) * static_cast<size_t>(c.n_kv_heads) * static_cast<size_t>(c.head_dim) *
-         sizeof(float);
+  return size_t{2} * static_cast<size_t>(c.n_layers) * kv_row_bytes(opt_.kv_type, c.kv_dim());  // K and V rows as stored (S5)
 }
 
 void Engine::set_audit(AuditSink sink) {

@@ -34,6 +34,7 @@ struct EngineOptions {
   int parallel = 4;                        // requests decoded together
   size_t queue = 64;                       // requests waiting beyond those; more: 429 (SV6)
   size_t cache_budget = size_t{2} << 30;   // bytes of K/V kept by idle sessions (LRU)
+  KvType kv_type = KvType::kF32;           // every session's cache type (spec/state.md S5), fixed for the server's life
   size_t max_sessions = 4096;              // session records kept, cached or not (SV12)
   size_t session_record_bytes = size_t{256} << 20;  // bytes of those records (SV12)
   size_t default_max_tokens = 256;         // when a request names no max_tokens

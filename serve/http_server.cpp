@@ -476,7 +476,8 @@ struct HttpServer::Api {
                        {"sha256", model_sha256.empty() ? json(nullptr) : json(model_sha256)}};
       line["engine"] = {{"default_max_tokens", engine.options().default_max_tokens},
                         {"guard", engine.options().guard.patterns},
-                        {"guard_command", engine.options().guard.command.empty() ? json(nullptr) : json(engine.options().guard.command)}};
+                        {"guard_command", engine.options().guard.command.empty() ? json(nullptr) : json(engine.options().guard.command)},
+                        {"kv_type", kv_type_name(engine.options().kv_type)}};
       line["akv"] = {{"version", akv_version()}, {"commit", akv_commit()}};
       line["backend"] = {{"name", d.name}, {"isa", d.isa}, {"threads", d.threads}};
       line["reply"] = {{"tokens", r.tokens}, {"finish_reason", r.finish_reason}, {"stats", akv_json(r.stats, r.call_errors)}};

@@ -75,7 +75,7 @@ ServedSession* SessionStore::create(Backend& backend, const std::string& scope, 
     sessions_[{scope, s->id}] = std::move(fresh);
   }
   // A record whose cache the budget dropped: its flags and keys stay, its cache starts empty.
-  s->session = std::make_unique<Session>(backend);
+  s->session = std::make_unique<Session>(backend, kv_);
   s->spans.clear();
   s->span_message.clear();
   s->next_span = 0;

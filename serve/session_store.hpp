@@ -67,7 +67,9 @@ struct StoreLimits {
 /// Sessions under their bounds. Not thread-safe: the engine's scheduler thread owns it.
 class SessionStore {
  public:
-  SessionStore(StoreLimits limits, size_t bytes_per_token) : lim_(limits), per_token_(bytes_per_token) {}
+  /// Sessions are made with caches of type `kv` (spec/state.md S5); bytes_per_token is theirs.
+  SessionStore(StoreLimits limits, size_t bytes_per_token, KvType kv = KvType::kF32)
+      : lim_(limits), per_token_(bytes_per_token), kv_(kv) {}
   /// With `id`: the session `id` of `scope` when its cache is held and it is idle, else
   /// nullptr. With `id` empty: the idle, unnamed, unflagged cached session of `scope` whose
   /// spans share the longest token prefix with `want` (at least one whole span); else nullptr.
@@ -96,6 +98,7 @@ class SessionStore {
   void enforce();
   StoreLimits lim_;
   size_t per_token_;
+  KvType kv_;
   uint64_t clock_ = 0;
   std::map<std::string, uint64_t> next_id_;  // per scope: the last anonymous session id given
   std::map<std::pair<std::string, std::string>, std::unique_ptr<ServedSession>> sessions_;

@@ -286,6 +286,21 @@ TEST(GT4_GateEndToEnd, TheReferenceTablePassesE1AndI1) {
   }
 }
 
+TEST(GT4_GateEndToEnd, WithinACacheTypeTheSoundTablePassesAndACallAnchoredAttentionFails) {
+  // spec/state.md S5: --kv-type runs the end-to-end checks on f16 sessions (the composed forward
+  // stores the rows as f16 and hands the library's attention the rows read back, S8).
+  gate::Options o = opts(100);
+  o.e2e_cases = 10;
+  o.kv_type = KvType::kF16;
+  EXPECT_EQ(gate::run_check("GT4.I1_PropInvariance.Chunkings", set_of(reference_kernels()), o).result, "pass");
+  const gate::Check bad = gate::run_check("GT4.I1_PropInvariance.Chunkings", catalog("blocks_at_pos0"), o);
+  EXPECT_EQ(bad.result, "fail");
+  EXPECT_NE(test::slurp(bad.counterexample).find("--kv-type f16"), std::string::npos) << bad.counterexample;
+  const test::CliRun q = test::run_akv({"gate", "--kernels", test::sound_kernels(), "--kv-type", "q8_0"});
+  EXPECT_EQ(q.code, 2);  // tiny's head_dim 8 holds no Q8_0 block
+  EXPECT_NE(q.err.find("head_dim 8"), std::string::npos) << q.err;
+}
+
 // ---- GT5: the verdict
 
 gate::Check check_of(const std::string& property, const std::string& op, const std::string& kind, const std::string& result) {

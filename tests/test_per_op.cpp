@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "optimized/composed/plugin.hpp"
+#include "optimized/cpu/isa.hpp"
 #include "reference/backend.hpp"
 #include "reference/error.hpp"
 #include "broken_catalog.hpp"
@@ -197,4 +198,37 @@ TEST(B16_PerOp, TheCliChecksAnyModelAndRefusesPerOpOptionsWithoutIt) {
   const test::CliRun real_without = test::run_akv({"bounds", f, "--model", "smollm2"});
   EXPECT_EQ(real_without.code, 2);
   EXPECT_NE(real_without.err.find("--per-op and --a-posteriori run on any model"), std::string::npos) << real_without.err;
+}
+
+TEST(B16_PerOp, TypedCachesStoreTheReferencesBytesWithinB18AndAttentionReadsThem) {
+  // spec/state.md S5-S8 in the per-op check: each table's stored K/V bytes are the reference's
+  // (S6, S7), each stored value within B18 of the float32 value it rounds, attention on the
+  // stored rows within B14; the trace is the typed reference backend, bit for bit.
+  const auto m = check::small_model();
+  const auto toks = check::tokens(40, 8, m->config.vocab);
+  // The fastest native table (its own encoder, K16) and cuda-emu (the reference's, through the cache).
+  const std::vector<check::OpTable> tables = {table_named(cpu::isa_name(cpu::resolve_isa("auto"))), table_named("cuda_emu")};
+  for (KvType t : {KvType::kF16, KvType::kQ8_0}) {
+    const check::PerOpReport r = check::per_op_check(*m, toks, tables, "small", 20, t);
+    EXPECT_TRUE(r.sound()) << check::to_text(r);
+    EXPECT_EQ(r.kv_type, kv_type_name(t));
+    EXPECT_EQ(r.stats.size(), r.tables.size() * (static_cast<size_t>(m->config.n_layers) * 19 + 2));
+    double round_ratio = 0;
+    for (const check::OpStat& s : r.stats)
+      if (s.clause == "B18") round_ratio = std::max(round_ratio, s.max_ratio);
+    EXPECT_GT(round_ratio, 0.0) << "the rounding was compared with nothing";
+    auto ref = make_reference_backend(m);
+    const std::vector<float> all = check::run_chunked(*ref, toks, {20, 20}, t).logits;
+    EXPECT_EQ(r.logits_sha256, sha256_floats(std::vector<float>(all.begin() + 20 * m->config.vocab, all.end())));
+  }
+  // A table whose encoder rounds otherwise (toward zero) is named at kv_store.
+  check::OpTable off = table_named(cpu::isa_name(cpu::resolve_isa("auto")));
+  off.kv_encode = [](KvType t, const float* x, int n, uint8_t* out) {
+    std::vector<float> y(x, x + n);
+    for (float& v : y) v = std::nextafter(v, 0.0f) == 0.0f ? v : std::nextafter(v, 0.0f) * (1 - 0x1p-9f);
+    kv_encode_row(t, y.data(), n, out);
+  };
+  const check::PerOpReport bad = check::per_op_check(*m, toks, {off}, "small", 30, KvType::kF16);
+  EXPECT_FALSE(bad.sound());
+  EXPECT_NE(check::to_text(bad).find("kv_store_k"), std::string::npos) << check::to_text(bad);
 }

@@ -83,6 +83,7 @@ nlohmann::json witness_provenance(const std::string& file, const WitnessOptions&
         {"isa", opt.backend_options.isa},
         {"threads", opt.backend_options.threads},
         {"kernels", opt.backend_options.kernels},
+        {"kv_type", kv_type_name(opt.kv_type)},
         {"policy", policy_name(opt.policy)},
         {"logit_rows", opt.logit_rows == LogitRows::kAll ? "all" : "last"},
         {"same_config", opt.same_config},
@@ -104,6 +105,8 @@ WitnessOptions options_from_provenance(const nlohmann::json& o, const std::vecto
   w.backend_options.isa = get<std::string>(o, "isa");
   w.backend_options.threads = get<int>(o, "threads");
   w.backend_options.kernels = get<std::string>(o, "kernels");
+  // The cache type (spec/state.md S5): a witness written before types existed ran f32.
+  w.kv_type = o.contains("kv_type") ? parse_kv_type(get<std::string>(o, "kv_type")) : KvType::kF32;
   w.policy = parse_policy(get<std::string>(o, "policy"));
   const std::string rows = get<std::string>(o, "logit_rows");
   if (rows != "last" && rows != "all") throw Error(ErrorCode::kBadInput, "provenance.options: 'logit_rows' is not last or all");

@@ -155,8 +155,9 @@ Cut cut_of(const EncodedConversation& enc, const std::set<size_t>& doomed) {
 // "K of layer 2, entry 17, index 3: nan" for the first non-finite value of the cache, or "".
 std::string cache_non_finite(const KVCache& c) {
   const size_t n = c.size() * static_cast<size_t>(c.kv_dim());
+  std::vector<float> kb, vb;  // a typed cache's values as attention reads them (S8)
   for (int l = 0; l < c.n_layers(); ++l)
-    for (const auto& [name, data] : {std::pair{"K", c.k(l)}, std::pair{"V", c.v(l)}})
+    for (const auto& [name, data] : {std::pair{"K", c.k_rows(l, 0, c.size(), kb)}, std::pair{"V", c.v_rows(l, 0, c.size(), vb)}})
       if (const size_t i = first_non_finite({data, n}); i < n)
         return fmt::format("{} of layer {}, entry {}, index {}: {}", name, l, i / c.kv_dim(), i % c.kv_dim(), data[i]);
   return {};
@@ -255,6 +256,7 @@ WitnessReport run_witness(const Conversation& conv, const WitnessOptions& opt, c
   const BackendDescription desc = backend_p->describe();
   r.backend = desc.name;
   r.isa = describe_isa_threads(desc);
+  r.kv_type = kv_type_name(opt.kv_type);
   r.seed = opt.seed;
   r.evicted.assign(doomed.begin(), doomed.end());
   r.redacted = plan.counts;
@@ -263,7 +265,7 @@ WitnessReport run_witness(const Conversation& conv, const WitnessOptions& opt, c
   r.ignored_fields.insert(r.ignored_fields.end(), enc.ignored.begin(), enc.ignored.end());  // the template's (CT6)
 
   // The poisoned session, message by message: span id = message index.
-  Session poisoned(*backend_p);
+  Session poisoned(*backend_p, opt.kv_type);
   auto t0 = Clock::now();
   build_session(poisoned, enc, {}, opt.logit_rows, opt.progress, "poisoned run");
   r.ms_build_poisoned = ms_since(t0);
@@ -305,7 +307,7 @@ WitnessReport run_witness(const Conversation& conv, const WitnessOptions& opt, c
       prefix_kept && r.prefix_entries_rewritten == 0 && cache_prefix_sha256(cache, cut.first) == prefix_before;
 
   // The never-shown session.
-  Session never(*backend_n);
+  Session never(*backend_n, opt.kv_type);
   t0 = Clock::now();
   build_session(never, plan.never, plan.never_skip, opt.logit_rows, opt.progress, "never-shown run");
   r.ms_build_never = ms_since(t0);
@@ -364,7 +366,7 @@ WitnessReport run_witness(const Conversation& conv, const WitnessOptions& opt, c
     backend_c->set_scratch_poison(std::numeric_limits<float>::quiet_NaN());
     const BackendDescription dc = backend_c->describe();
     r.cross_config = describe_isa_threads(dc) + ", scratch NaN";
-    Session cross(*backend_c);
+    Session cross(*backend_c, opt.kv_type);
     t0 = Clock::now();
     build_session(cross, plan.never, plan.never_skip, opt.logit_rows, opt.progress, "never-shown run again");
     r.ms_build_cross = ms_since(t0);
@@ -415,6 +417,7 @@ nlohmann::json to_json(const WitnessReport& r) {
       {"tokens_preamble", r.tokens_preamble},
       {"backend", r.backend},
       {"isa", r.isa},
+      {"kv_type", r.kv_type},
       {"seed", r.seed},
       {"messages", r.messages},
       {"evicted", r.evicted},
@@ -459,8 +462,9 @@ nlohmann::json to_json(const WitnessReport& r) {
 std::string to_text(const WitnessReport& r) {
   std::string s;
   const std::string src = r.model_source.rfind("synthetic", 0) == 0 ? fmt::format("seed {}", r.seed) : r.model_source;
-  s += fmt::format("model {} ({}), backend {}{}: {} messages, {} tokens; {}\n", r.model, src, r.backend,
-                   r.isa.empty() ? "" : " (" + r.isa + ")", r.messages, r.tokens_poisoned, edit_line(r));
+  s += fmt::format("model {} ({}), backend {}{}{}: {} messages, {} tokens; {}\n", r.model, src, r.backend,
+                   r.isa.empty() ? "" : " (" + r.isa + ")", r.kv_type == "f32" ? "" : ", cache " + r.kv_type, r.messages,
+                   r.tokens_poisoned, edit_line(r));
   if (r.policy != "exact")
     s += fmt::format("  policy {} (spec/leakage.md): compared after both read the {}-token reply prompt\n", r.policy,
                      r.tokens_probe);

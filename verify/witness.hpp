@@ -32,6 +32,9 @@ struct WitnessOptions {
   std::string model = "smollm2";  // a name or path load_model (runtime/models.hpp) resolves: the real model by default (synthetic ones only when named)
   uint64_t seed = 1;
   std::string backend = "cpu";  // the default: the cpu backend passes the suite
+  /// The cache type of every session the witness builds (spec/state.md S5): E1, E3 and I1 are
+  /// claims within one type; the provenance block records it.
+  KvType kv_type = KvType::kF32;
   BackendOptions backend_options;  // the cpu backend's ISA and threads
   std::vector<size_t> evict;  // message indexes; empty: the conversation's "poisoned" list
   /// O10: strings removed from inside messages instead of an eviction (exact policy only; not
@@ -83,6 +86,7 @@ struct WitnessReport {
   std::string encoder;          // "fixture" or "chatml"
   size_t tokens_preamble = 0;   // template tokens before message 0 (span kPreambleSpan)
   std::string isa;              // the backend's ISA and threads, from Backend::describe() ("avx2, 2 threads")
+  std::string kv_type = "f32";  // the cache type of every session (spec/state.md S5)
   uint64_t seed = 0;
   std::vector<size_t> evicted;  // message indexes, ascending (a redaction: the edited messages)
   std::vector<RedactionCount> redacted;  // O10: what each redaction removed (never the string)

@@ -1,5 +1,5 @@
 // akv_real_bench --model PATH.gguf [--threads N] [--runs N] [--steps N] [--only pp512|pp2048|tg] [--witness CMD]
-//                [--json F] [--composed]
+//                [--json F] [--composed] [--kv-types f32,f16,q8_0] [--no-bandwidth]
 // The cpu backend on a real GGUF model, measured the way llama.cpp's llama-bench measures:
 // prefill of 512 and 2048 random tokens in one append with logits for the last row only (pp),
 // decode of single tokens after a 4096-token context (tg at depth 4096); each the median of
@@ -10,6 +10,11 @@
 // --json. Not a test: figures only.
 // --composed: the composed forward over the cpu kernels' table (spec/gate.md GT7, GT8) in place of
 // the cpu backend's fused forward, for the A/B of docs/performance.md.
+// --kv-types: prefill and decode once per cache type (spec/state.md S5; default f32); the first
+// type's figures are also the top-level "prefill" and "decode" of the JSON. Before them, the
+// machine's memory bandwidth (bandwidth.hpp: STREAM's triad and a read sweep on --threads
+// threads), against which each type's decode is set: the bytes a decode token reads (the packed
+// weights and every layer's K and V rows as stored) times tokens/s.
 #include <cblas.h>
 #include <fmt/format.h>
 #include <sys/resource.h>
@@ -28,6 +33,7 @@
 #include <thread>
 
 #include "readers/gguf/gguf_weights.hpp"
+#include "bench/cpu/bandwidth.hpp"
 #include "bench/cpu/common.hpp"
 #include "bench/cpu/peak.hpp"
 #include "optimized/composed/composed_backend.hpp"
@@ -90,8 +96,8 @@ double sgemm_seconds(int m, int k, int d, int runs) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string path, json_out, witness, only;
-  bool composed = false;
+  std::string path, json_out, witness, only, kv_list = "f32";
+  bool composed = false, bandwidth = true;
   int threads = 2, runs = 5, steps = 32;
   for (int i = 1; i < argc; ++i) {
     const bool has = i + 1 < argc;
@@ -103,10 +109,23 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--only") && has) only = argv[++i];
     else if (!std::strcmp(argv[i], "--json") && has) json_out = argv[++i];
     else if (!std::strcmp(argv[i], "--composed")) composed = true;
+    else if (!std::strcmp(argv[i], "--kv-types") && has) kv_list = argv[++i];
+    else if (!std::strcmp(argv[i], "--no-bandwidth")) bandwidth = false;
     else {
-      std::cerr << "usage: akv_real_bench --model PATH.gguf [--threads N] [--runs N] [--steps N] [--only pp512|pp2048|tg] [--witness CMD] [--json F] [--composed]\n";
+      std::cerr << "usage: akv_real_bench --model PATH.gguf [--threads N] [--runs N] [--steps N] [--only pp512|pp2048|tg] [--witness CMD] [--json F] [--composed] [--kv-types f32,f16,q8_0] [--no-bandwidth]\n";
       return 2;
     }
+  }
+  std::vector<KvType> kv_types;
+  try {
+    for (size_t at = 0; at <= kv_list.size();) {
+      const size_t comma = std::min(kv_list.find(',', at), kv_list.size());
+      kv_types.push_back(parse_kv_type(kv_list.substr(at, comma - at)));
+      at = comma + 1;
+    }
+  } catch (const std::exception& e) {
+    std::cerr << "akv_real_bench: --kv-types: " << e.what() << "\n";
+    return 2;
   }
   if (path.empty() || threads < 1 || runs < 1 || steps < 1) {
     std::cerr << "akv_real_bench: --model is required; --threads, --runs, --steps must be positive\n";
@@ -141,6 +160,21 @@ int main(int argc, char** argv) {
                 {"kv_heads", c.n_kv_heads}, {"head_dim", c.head_dim}, {"ffn", c.ffn}, {"vocab", c.vocab},
                 {"load_seconds", load_s}};
   J["runs"] = runs;
+  bench::Bandwidth bw;
+  if (bandwidth) {
+    bw = bench::memory_bandwidth(threads);
+    J["machine"]["bandwidth"] = {{"triad_gbs", bw.triad_gbs}, {"read_gbs", bw.read_gbs}, {"array_mib", bw.array_bytes >> 20},
+                                 {"threads", threads}};
+  }
+  // The bytes one decode token reads besides the cache: every packed matrix once (K15's panels).
+  size_t weight_bytes = 0;
+  {
+    const auto pm = cpu::packed_model(model);
+    auto add = [&](const cpu::PackedMatrix& m) { weight_bytes += m.panel_bytes() * static_cast<size_t>(m.panels()); };
+    for (const auto& L : pm->layers) add(L.wqkv), add(L.wo), add(L.w13), add(L.w2);
+    add(pm->wcls);
+  }
+  J["model"]["packed_weight_bytes"] = weight_bytes;
   openblas_set_num_threads(threads);
   J["forward"] = composed ? "composed over the cpu table" : "cpu backend (fused)";
   fmt::print("akv cpu {}: {} ({} hardware threads), ISA {}, {} threads, FMA peak {:.1f} GFLOP/s\n",
@@ -148,8 +182,12 @@ int main(int argc, char** argv) {
              std::thread::hardware_concurrency(), cpu::isa_name(isa), threads, peak);
   fmt::print("OpenBLAS core: {}{}\n", core.empty() ? "(none)" : core,
              generic ? "  ** generic/fallback kernel: do not quote ratios against OpenBLAS **" : "");
-  fmt::print("model {}: hidden {}, {} layers, {} heads / {} KV heads, head dim {}, ffn {}, vocab {} (load {:.2f} s)\n",
-             path, c.hidden, c.n_layers, c.n_heads, c.n_kv_heads, c.head_dim, c.ffn, c.vocab, load_s);
+  fmt::print("model {}: hidden {}, {} layers, {} heads / {} KV heads, head dim {}, ffn {}, vocab {} (load {:.2f} s), "
+             "packed weights {:.1f} MB\n",
+             path, c.hidden, c.n_layers, c.n_heads, c.n_kv_heads, c.head_dim, c.ffn, c.vocab, load_s, weight_bytes / 1e6);
+  if (bandwidth)
+    fmt::print("memory bandwidth ({} threads, {} MiB arrays): STREAM triad {:.1f} GB/s, read {:.1f} GB/s\n", threads,
+               bw.array_bytes >> 20, bw.triad_gbs, bw.read_gbs);
 
   std::vector<float> logits(c.vocab);
   // One forward of `t` on `cache`, logits of its last row only.
@@ -158,20 +196,24 @@ int main(int argc, char** argv) {
     b.forward_rows(cache, t, row, logits);
   };
 
-  // Prefill (pp): one append of n tokens on an empty cache, last row's logits.
   auto wanted = [&](const std::string& test) { return only.empty() || only == test; };
+  for (size_t ti = 0; ti < kv_types.size(); ++ti) {
+  const KvType kv = kv_types[ti];
+  nlohmann::json T;  // this type's figures
+  fmt::print("-- cache {} ({} bytes of K and V a token)\n", kv_type_name(kv), 2 * c.n_layers * kv_row_bytes(kv, c.kv_dim()));
+  // Prefill (pp): one append of n tokens on an empty cache, last row's logits.
   for (size_t n : {size_t{512}, size_t{2048}}) {
     if (!wanted("pp" + std::to_string(n))) continue;
     const auto t = random_tokens(n, 1, c.vocab);
     std::vector<double> s;
     for (int r = 0; r <= runs; ++r) {  // run 0: warm-up
-      KVCache cache(c);
+      KVCache cache(c, kv);
       const auto t1 = Clock::now();
       append_last(cache, t);
       if (r > 0) s.push_back(secs(t1));
     }
     const double med = median(s);
-    J["prefill"].push_back({{"tokens", n}, {"seconds", s}, {"median_seconds", med}, {"tokens_per_second", n / med},
+    T["prefill"].push_back({{"tokens", n}, {"seconds", s}, {"median_seconds", med}, {"tokens_per_second", n / med},
                             {"gflops", flops(c, 0, n, 1) / med / 1e9}});
     fmt::print("prefill {:5} tokens: {:8.1f} tokens/s  (median {:.3f} s of {}; {:.1f} GFLOP/s = {:.0f}% of peak)\n", n, n / med,
                med, runs, flops(c, 0, n, 1) / med / 1e9, 100 * flops(c, 0, n, 1) / med / 1e9 / peak);
@@ -181,7 +223,7 @@ int main(int argc, char** argv) {
       // the layers' matmul shapes at the same rows, the machine's float32 GEMM roof beside ours.
       OpClock clk;
       clk.attach(fused);
-      KVCache cache(c);
+      KVCache cache(c, kv);
       clk.start();
       const auto t1 = Clock::now();
       append_last(cache, t);
@@ -204,7 +246,7 @@ int main(int argc, char** argv) {
                  att_f / att_s / 1e9, 100 * att_f / att_s / 1e9 / peak, rest_s, 100 * rest_s / total);
       fmt::print("  OpenBLAS sgemm, the same matmuls ({} threads): {:.3f} s, {:.1f} GFLOP/s = {:.0f}% of peak\n", threads,
                  blas_s, mm_f / blas_s / 1e9, 100 * mm_f / blas_s / 1e9 / peak);
-      J["prefill"].back()["breakdown"] = {{"seconds", total},          {"matmul_seconds", mm_s},
+      T["prefill"].back()["breakdown"] = {{"seconds", total},          {"matmul_seconds", mm_s},
                                           {"matmul_gflops", mm_f / mm_s / 1e9}, {"attention_seconds", att_s},
                                           {"attention_gflops", att_f / att_s / 1e9}, {"rest_seconds", rest_s},
                                           {"openblas_sgemm_seconds", blas_s}, {"openblas_sgemm_gflops", mm_f / blas_s / 1e9}};
@@ -215,7 +257,7 @@ int main(int argc, char** argv) {
   if (wanted("tg")) {
     const size_t ctx = 4096;
     const auto t = random_tokens(ctx + steps, 3, c.vocab);
-    KVCache cache(c);
+    KVCache cache(c, kv);
     append_last(cache, std::span<const Token>(t.data(), ctx));
     std::vector<double> s;
     for (int r = 0; r <= runs; ++r) {
@@ -225,9 +267,21 @@ int main(int argc, char** argv) {
       if (r > 0) s.push_back(secs(t1));
     }
     const double med = median(s);
-    J["decode"] = {{"context", ctx}, {"steps", steps}, {"seconds", s}, {"median_seconds", med},
-                   {"tokens_per_second", steps / med}};
-    fmt::print("decode at context {}: {:8.1f} tokens/s  (median of {} runs of {} steps)\n", ctx, steps / med, runs, steps);
+    // Bytes a decode token reads: the weights once, and K and V of every layer at its position
+    // (the mean over the steps: ctx + steps / 2 keys), as stored.
+    const double kv_bytes = 2.0 * c.n_layers * (static_cast<double>(ctx) + 0.5 * steps) * static_cast<double>(kv_row_bytes(kv, c.kv_dim()));
+    const double bytes = kv_bytes + static_cast<double>(weight_bytes);
+    const double gbs = bytes * steps / med / 1e9;
+    T["decode"] = {{"context", ctx}, {"steps", steps}, {"seconds", s}, {"median_seconds", med},
+                   {"tokens_per_second", steps / med}, {"bytes_per_token", bytes}, {"kv_bytes_per_token", kv_bytes},
+                   {"weight_bytes_per_token", weight_bytes}, {"gbs", gbs}};
+    if (bandwidth) T["decode"]["fraction_of_triad"] = gbs / bw.triad_gbs, T["decode"]["fraction_of_read"] = gbs / bw.read_gbs;
+    fmt::print("decode at context {}: {:8.1f} tokens/s  (median of {} runs of {} steps); {:.1f} MB a token ({:.1f} MB K/V, {:.1f} MB "
+               "weights) = {:.1f} GB/s{}\n",
+               ctx, steps / med, runs, steps, bytes / 1e6, kv_bytes / 1e6, weight_bytes / 1e6, gbs,
+               bandwidth ? fmt::format(" = {:.0f}% of the triad, {:.0f}% of the read sweep", 100 * gbs / bw.triad_gbs,
+                                       100 * gbs / bw.read_gbs)
+                         : std::string());
     if (!composed) {
       // Where decode's time goes: the time from one op step to the next (the observer runs on
       // the calling thread after each step, so each interval is that step's parallel run and
@@ -258,9 +312,20 @@ int main(int argc, char** argv) {
       }
       fmt::print("  empty pool run: {:.2f} us; x {} runs a token = {:.3f} ms a token ({:.1f}%)\n", sync_us, runs_per_token,
                  sync_us * runs_per_token / 1e3, 100 * sync_us * runs_per_token / 1e6 / (total / steps));
-      J["decode_breakdown"] = {{"ms_per_token", 1e3 * total / steps}, {"ops_ms_per_token", B},
+      T["decode_breakdown"] = {{"ms_per_token", 1e3 * total / steps}, {"ops_ms_per_token", B},
                                {"empty_pool_run_us", sync_us}, {"pool_runs_per_token", runs_per_token}};
+      if (B.contains("attention")) {  // the attention step alone against the cache bytes it reads
+        const double att_gbs = kv_bytes / (B["attention"].get<double>() * 1e-3) / 1e9;
+        T["decode_breakdown"]["attention_gbs"] = att_gbs;
+        fmt::print("  attention reads {:.1f} MB of K/V a token: {:.1f} GB/s{}\n", kv_bytes / 1e6, att_gbs,
+                   bandwidth ? fmt::format(" ({:.0f}% of the read sweep)", 100 * att_gbs / bw.read_gbs) : std::string());
+      }
     }
+  }
+  J["by_kv_type"][kv_type_name(kv)] = T;
+  if (ti == 0)  // the first type's figures at the top level, as before types (scripts/bench-real reads them)
+    for (const char* k : {"prefill", "decode", "decode_breakdown"})
+      if (T.contains(k)) J[k] = T[k];
   }
   {
     struct rusage ru{};

@@ -42,6 +42,9 @@ class ComposedBackend final : public Backend {
     return {opt_.name, opt_.isa.empty() ? ops_->name() : opt_.isa, std::max(1, opt_.threads), poison_};
   }
   void set_scratch_poison(std::optional<float> value) override { poison_ = value; }
+  /// Every cache type: a typed cache's rows are converted to float32 for the table's attention
+  /// (spec/state.md S8), which then reads exactly what the type stores.
+  std::vector<KvType> kv_types() const override { return {KvType::kF32, KvType::kF16, KvType::kQ8_0}; }
 
   void forward_rows(KVCache& cache, std::span<const Token> tokens, RowList rows, std::span<float> logits) override {
     apply_threads();
@@ -59,7 +62,8 @@ class ComposedBackend final : public Backend {
   }
 
   std::optional<size_t> edit_for_evict(KVCache& cache, size_t begin, size_t end) override {
-    if (!(ops_->own() & AKV_OP_EVICT)) return std::nullopt;
+    // The ABI's evict op edits float32 rows: a typed cache takes the exact path (truncate, recompute).
+    if (!(ops_->own() & AKV_OP_EVICT) || cache.type() != KvType::kF32) return std::nullopt;
     apply_threads();
     const Config& c = model_->config;
     const size_t kvd = static_cast<size_t>(c.kv_dim()), size = cache.size(), len = end - begin;
@@ -134,9 +138,12 @@ class ComposedBackend final : public Backend {
       matmul(v_.data(), kvd, xb_.data(), d, M, w.wv, d, kvd);
       t_.rope(t_.ctx, q_.data(), qd, M, c.n_heads, hd, pos.data(), cos, sin);
       t_.rope(t_.ctx, k_.data(), kvd, M, c.n_kv_heads, hd, pos.data(), cos, sin);
-      std::copy_n(k_.begin(), R * kvd, cache.k(l) + static_cast<size_t>(pos0) * kvd);
-      std::copy_n(v_.begin(), R * kvd, cache.v(l) + static_cast<size_t>(pos0) * kvd);
-      t_.attention(t_.ctx, att_.data(), qd, q_.data(), qd, cache.k(l), cache.v(l), kvd, cache.mask(), M, pos0, c.n_heads,
+      for (int r = 0; r < M; ++r)  // S6, S7: a typed row is rounded here
+        cache.store(l, static_cast<size_t>(pos0 + r), k_.data() + static_cast<size_t>(r) * kvd, v_.data() + static_cast<size_t>(r) * kvd);
+      const size_t n_keys = static_cast<size_t>(pos0 + M);  // S8: the rows as float32, then the table's attention
+      const float* keys = cache.k_rows(l, 0, n_keys, kf_);
+      const float* vals = cache.v_rows(l, 0, n_keys, vf_);
+      t_.attention(t_.ctx, att_.data(), qd, q_.data(), qd, keys, vals, kvd, cache.mask(), M, pos0, c.n_heads,
                    c.n_kv_heads, hd, scale, scratch_att_.data());
       matmul(xb_.data(), d, att_.data(), qd, M, w.wo, qd, d);
       t_.add(t_.ctx, x_.data(), xb_.data(), M * d);
@@ -176,6 +183,7 @@ class ComposedBackend final : public Backend {
   std::vector<float> xf_;           // (rows asked for, hidden) the residual rows whose logits are asked for
   std::vector<float> scratch_mm_;   // the table's matmul scratch: max of scratch_floats over this chunk's shapes
   std::vector<float> scratch_att_;  // the table's attention scratch: scratch_floats(ATTENTION, M, pos0 + M, q_dim)
+  std::vector<float> kf_, vf_;      // a typed cache's rows of one layer as float32 (S8); unused for f32
 };
 
 }  // namespace

@@ -205,9 +205,10 @@ void CpuBackend::forward_batch(std::span<const BatchItem> items) {
       }
       k.rope(q, c.n_heads, hd, rope.cos_at(pos), rope.sin_at(pos));
       k.rope(q + qd, c.n_kv_heads, hd, rope.cos_at(pos), rope.sin_at(pos));
-      KVCache& cache = *items[row_item_[r]].cache;
-      std::copy_n(q + qd, kvd, cache.k(l) + static_cast<size_t>(pos) * kvd);
-      std::copy_n(q + qd + kvd, kvd, cache.v(l) + static_cast<size_t>(pos) * kvd);
+      KVCache& cache = *items[row_item_[r]].cache;  // S5-S7: stored as the cache's type, rounded here
+      const size_t rb = cache.row_bytes();
+      k.kv_encode(cache.type(), q + qd, kvd, cache.k_bytes(l) + static_cast<size_t>(pos) * rb);
+      k.kv_encode(cache.type(), q + qd + kvd, kvd, cache.v_bytes(l) + static_cast<size_t>(pos) * rb);
     });
     step("rope (q, k)", l, qkv_, rows, qd + kvd, qkvd);
     // (token block, KV head) items: up to kAttnRows consecutive tokens of one session share the
@@ -220,8 +221,16 @@ void CpuBackend::forward_batch(std::span<const BatchItem> items) {
       const KVCache& cache = *items[row_item_[r]].cache;
       AttnArgs a;
       a.q = qkv_.data() + static_cast<size_t>(r) * qkvd + static_cast<size_t>(g) * group * hd;
-      a.k = cache.k(l) + static_cast<size_t>(g) * hd;
-      a.v = cache.v(l) + static_cast<size_t>(g) * hd;
+      a.kv = cache.type();
+      if (a.kv == KvType::kF32) {
+        a.k = cache.k(l) + static_cast<size_t>(g) * hd;
+        a.v = cache.v(l) + static_cast<size_t>(g) * hd;
+      } else {  // K16: the head's typed rows, read as float32
+        const size_t head = kv_row_bytes(a.kv, hd) * static_cast<size_t>(g);
+        a.kq = cache.k_bytes(l) + head;
+        a.vq = cache.v_bytes(l) + head;
+        a.row_bytes = cache.row_bytes();
+      }
       a.out = att_.data() + static_cast<size_t>(r) * qd + static_cast<size_t>(g) * group * hd;
       a.pos = row_pos_[r];
       a.stride = kvd;
@@ -243,8 +252,13 @@ void CpuBackend::forward_batch(std::span<const BatchItem> items) {
           const int r = i / c.n_kv_heads, g = i % c.n_kv_heads, pos = row_pos_[r];
           const int first = std::max(0, pos - c.sliding_window + 1);
           AttnArgs a = item_args(r, g, 1);  // then its keys start at `first`
-          a.k += static_cast<size_t>(first) * kvd;
-          a.v += static_cast<size_t>(first) * kvd;
+          if (a.kv == KvType::kF32) {
+            a.k += static_cast<size_t>(first) * kvd;
+            a.v += static_cast<size_t>(first) * kvd;
+          } else {
+            a.kq += static_cast<size_t>(first) * a.row_bytes;
+            a.vq += static_cast<size_t>(first) * a.row_bytes;
+          }
           a.pos = pos - first;
           if (a.mask != nullptr) a.mask += first;
           k.attention(a);

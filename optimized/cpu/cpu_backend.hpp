@@ -62,6 +62,8 @@ class CpuBackend final : public Backend {
   std::string name() const override { return "cpu"; }
   const Model& model() const override { return *model_; }
   BackendDescription describe() const override { return {name(), isa_name(isa()), threads(), poison_}; }
+  /// Every cache type: a typed row is written by kv_encode and read as float32 (K16).
+  std::vector<KvType> kv_types() const override { return {KvType::kF32, KvType::kF16, KvType::kQ8_0}; }
   void forward_rows(KVCache& cache, std::span<const Token> tokens, RowList rows, std::span<float> logits) override;
   /// All items' tokens go through each matmul together (rows of one matrix); attention reads
   /// each item's own cache. Bits per item equal forward() alone (K8, I1).

@@ -1,5 +1,7 @@
 #include "optimized/cpu/isa.hpp"
 
+#include <cpuid.h>
+
 #include <cstdlib>
 
 #include "reference/error.hpp"
@@ -23,10 +25,18 @@ Isa parse_isa(const std::string& name) {
   throw Error(ErrorCode::kBadInput, "unknown ISA '" + name + "' (expected portable, avx2, avx512 or avx512_simde)");
 }
 
+namespace {
+// CPUID leaf 1, ECX bit 29 (GCC's __builtin_cpu_supports has no "f16c" before GCC 13).
+bool f16c_supported() {
+  unsigned a, b, c, d;
+  return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C) != 0;
+}
+}  // namespace
+
 bool isa_supported(Isa isa) {
   switch (isa) {
     case Isa::kPortable: return true;
-    case Isa::kAvx2: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    case Isa::kAvx2: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c_supported();
     case Isa::kAvx512: return __builtin_cpu_supports("avx512f");
     case Isa::kAvx512Simde: return true;  // baseline x86-64 code, checked by K13_SimdeHasNoNativeAvx
   }

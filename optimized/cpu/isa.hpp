@@ -16,7 +16,7 @@ const char* isa_name(Isa isa);
 /// Parses "portable" | "avx2" | "avx512" | "avx512_simde". Throws Error(kBadInput) for anything else.
 Isa parse_isa(const std::string& name);
 
-/// Whether this CPU (and OS) can run `isa`: avx2 needs AVX2+FMA, avx512 needs AVX-512F;
+/// Whether this CPU (and OS) can run `isa`: avx2 needs AVX2+FMA+F16C, avx512 needs AVX-512F;
 /// portable and avx512_simde (baseline x86-64 code) run everywhere.
 bool isa_supported(Isa isa);
 

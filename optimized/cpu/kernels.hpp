@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "optimized/cpu/isa.hpp"
+#include "reference/kv_types.hpp"
 #include "reference/stored_weights.hpp"
 
 namespace akv::cpu {
@@ -107,6 +108,12 @@ struct AttnArgs {
   size_t q_stride = 0;    // floats between the tokens' queries (rows > 1)
   size_t out_stride = 0;  // floats between the tokens' outputs (rows > 1)
   const uint8_t* mask = nullptr;  // KVCache::mask(): nullptr, or (cache size,) bytes, 1 = masked (L3)
+  /// The cache type (spec/state.md S5). f32: k and v above. Otherwise kq, vq: row p of this KV
+  /// head at kq + p*row_bytes (the head's first value or Q8_0 block), read as float32 (S8, K16).
+  KvType kv = KvType::kF32;
+  const uint8_t* kq = nullptr;
+  const uint8_t* vq = nullptr;
+  size_t row_bytes = 0;
 };
 /// Most (token, query head) pairs one attention item may carry (rows * group).
 inline constexpr int kMaxAttnStates = 96;
@@ -142,6 +149,10 @@ struct Kernels {
   void (*attention_split_values)(const AttnArgs& a, int b0, int b1, float* s, const float* mb, float* lb, float* accb);
   /// Phase 3, after phase 2 of every block: the folds in block order and out = acc / l.
   void (*attention_split_fold)(const AttnArgs& a, const float* mb, const float* lb, const float* accb);
+  /// A K or V row x (n,) stored as type t into out: kv_encode_row's bytes (spec/state.md S6, S7).
+  void (*kv_encode)(KvType t, const float* x, int n, uint8_t* out);
+  /// A stored row of n values as float32, as attention reads it (S8, K16): kv_decode_row's values.
+  void (*kv_decode)(KvType t, const uint8_t* in, int n, float* out);
 };
 
 /// n_blocks of the split phases above: the key blocks ceil((pos + 1) / kKeyBlock) of item `a`.

@@ -1,5 +1,5 @@
 // The AVX2+FMA kernels: 16 lanes as two 8-wide registers (lanes 0-7, 8-15). Selected at run
-// time only on CPUs with AVX2 and FMA (isa.cpp). Same bits as the portable table (K0).
+// time only on CPUs with AVX2, FMA and F16C (isa.cpp). Same bits as the portable table (K0).
 #include <immintrin.h>
 
 #include <algorithm>
@@ -8,12 +8,12 @@
 #include "optimized/cpu/kernels.hpp"
 #include "reference/exp.hpp"
 
-// Everything below, and only that, is compiled for AVX2+FMA.
+// Everything below, and only that, is compiled for AVX2+FMA (+F16C for the binary16 cache rows, K16).
 #if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx2,fma"))), apply_to = function)
+#pragma clang attribute push(__attribute__((target("avx2,fma,f16c"))), apply_to = function)
 #else
 #pragma GCC push_options
-#pragma GCC target("avx2,fma")
+#pragma GCC target("avx2,fma,f16c")
 #endif
 
 #include "optimized/cpu/kernels_impl.hpp"
@@ -95,6 +95,15 @@ struct Avx2 {
   static V u4lo(const uint8_t* p) { return {bytes8(p, 0, false), bytes8(p + 8, 0, false)}; }
   static V u4hi(const uint8_t* p) { return {bytes8(p, 4, false), bytes8(p + 8, 4, false)}; }
   static V s8(const uint8_t* p) { return {bytes8(p, -1, true), bytes8(p + 8, -1, true)}; }
+  // binary16 <-> float by F16C (K16): exact widening; narrowing to nearest even, as float_to_half_bits.
+  static V f16(const uint8_t* p) {
+    return {_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))),
+            _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16)))};
+  }
+  static void to_f16(V a, uint8_t* p) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_cvtps_ph(a.lo, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(p + 16), _mm256_cvtps_ph(a.hi, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  }
   // The K2 tree: l += l+8 (lo + hi), l += l+4, l += l+2, l += l+1.
   static float reduce(V a) {
     const __m256 s8 = _mm256_add_ps(a.lo, a.hi);

@@ -97,6 +97,27 @@ struct Avx512 {
   static V s8(const uint8_t* p) {
     return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
   }
+  // binary16 <-> float (K16): exact widening; narrowing to nearest even, as float_to_half_bits.
+#if defined(AKV_SIMDE)
+  static V f16(const uint8_t* p) {  // per lane, the reference's conversion (K13: no unreviewed intrinsic)
+    alignas(64) float x[16];
+    for (int l = 0; l < 16; ++l) x[l] = half_bits_to_float(static_cast<uint16_t>(p[2 * l] | (p[2 * l + 1] << 8)));
+    return _mm512_loadu_ps(x);
+  }
+  static void to_f16(V a, uint8_t* p) {
+    alignas(64) float x[16];
+    _mm512_storeu_ps(x, a);
+    for (int l = 0; l < 16; ++l) {
+      const uint16_t h = float_to_half_bits(x[l]);
+      p[2 * l] = static_cast<uint8_t>(h & 0xff), p[2 * l + 1] = static_cast<uint8_t>(h >> 8);
+    }
+  }
+#else
+  static V f16(const uint8_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
+  static void to_f16(V a, uint8_t* p) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtps_ph(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  }
+#endif
   // The K2 tree: l += l+8 (low 256 + high 256), l += l+4, l += l+2, l += l+1.
   static float reduce(V a) {
     const __m256 lo = _mm512_castps512_ps256(a);

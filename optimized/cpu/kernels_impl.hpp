@@ -19,6 +19,8 @@
 #include <vector>
 
 #include "optimized/cpu/kernels.hpp"
+#include "optimized/cpu/attention_decode_impl.hpp"
+#include "optimized/cpu/kv_rows_impl.hpp"
 #include "reference/exp.hpp"
 
 namespace akv::cpu::impl {
@@ -746,12 +748,13 @@ void attention_lanes(const AttnArgs& a) {
   for (int s = 0; s < n_states; ++s) std::fill_n(out_of(s), hd, 0.0f);
   const int n_last = a.pos + a.rows;  // keys of the last token
   for (int b0 = 0; b0 < n_last; b0 += kKeyBlock) {
-    const float* kb = a.k + static_cast<size_t>(b0) * a.stride;
-    const float* vb = a.v + static_cast<size_t>(b0) * a.stride;
     auto nb_of = [&](int s) { return s < n_states ? std::max(0, std::min(kKeyBlock, a.pos + s / G + 1 - b0)) : 0; };
     const int nb_max = nb_of(n_states - 1);
+    int ks, vs;  // the rows as float32 (K16): the cache's, or a typed cache's converted
+    const float* kb = key_rows<S>(a, b0, nb_max, ks);
+    const float* vb = value_rows<S>(a, b0, nb_max, vs);
     for (int s = 0; s < es; ++s) nbf[s] = static_cast<float>(nb_of(s));
-    lane_block_scores<S, C>(qt, es, nv, kb, a.stride, nb_max, e);
+    lane_block_scores<S, C>(qt, es, nv, kb, ks, nb_max, e);
     for (int v = 0; v < nv; ++v) {
       bool full = true;  // every state of the lane set has all nb_max keys
       for (int s = v * kLanes; s < std::min(n_states, (v + 1) * kLanes); ++s) full = full && nb_of(s) == nb_max;
@@ -760,7 +763,7 @@ void attention_lanes(const AttnArgs& a) {
       if (full) lane_softmax<S, true>(ev, es, nb_max, nbv, a.scale, m + v * kLanes, l + v * kLanes, alpha + v * kLanes);
       else lane_softmax<S, false>(ev, es, nb_max, nbv, a.scale, m + v * kLanes, l + v * kLanes, alpha + v * kLanes);
     }
-    accumulate_item<S>(n_states, nb_of, out_of, vb, a.stride, e, 1, es, alpha, hd);
+    accumulate_item<S>(n_states, nb_of, out_of, vb, vs, e, 1, es, alpha, hd);
   }
   for (int s = 0; s < n_states; ++s) {
     float* out = out_of(s);
@@ -823,15 +826,16 @@ void attention(const AttnArgs& a) {
   }
   const int n_last = a.pos + a.rows;  // keys of the last token
   for (int b0 = 0; b0 < n_last; b0 += kKeyBlock) {
-    const float* kb = a.k + static_cast<size_t>(b0) * a.stride;
-    const float* vb = a.v + static_cast<size_t>(b0) * a.stride;
     auto nb_of = [&](int s) { return std::max(0, std::min(kKeyBlock, a.pos + s / G + 1 - b0)); };
     const int nb_max = nb_of(n_states - 1);
+    int ks, vs;  // the rows as float32 (K16): the cache's, or a typed cache's converted
+    const float* kb = key_rows<S>(a, b0, nb_max, ks);
+    const float* vb = value_rows<S>(a, b0, nb_max, vs);
     const uint8_t* mb = a.mask != nullptr ? a.mask + b0 : nullptr;  // this block's mask bytes (L3)
     for (int j0 = 0; j0 < nb_max; j0 += kChunk)
       for (int s = 0; s < n_states; ++s) {
         const int j1 = std::min(j0 + kChunk, nb_of(s));
-        if (j1 > j0) scores<S>(q_of(s), kb, a.stride, hd, e[s], j0, j1);
+        if (j1 > j0) scores<S>(q_of(s), kb, ks, hd, e[s], j0, j1);
       }
     for (int s = 0; s < n_states;) {  // runs of up to 4 states with the same key count
       const int nb = nb_of(s);
@@ -849,7 +853,7 @@ void attention(const AttnArgs& a) {
       }
       s += u;
     }
-    accumulate_item<S>(n_states, nb_of, out_of, vb, a.stride, &e[0][0], kKeyBlock, 1, alpha, hd);
+    accumulate_item<S>(n_states, nb_of, out_of, vb, vs, &e[0][0], kKeyBlock, 1, alpha, hd);
   }
   for (int s = 0; s < n_states; ++s) {
     float* out = out_of(s);
@@ -876,25 +880,15 @@ void attention(const AttnArgs& a) {
 
 template <class S>
 void attention_split_scores(const AttnArgs& a, int b0, int b1, float* s, float* mb) {
-  constexpr int kChunk = 8;
-  const int hd = a.head_dim, G = a.group, nbk = split_blocks(a), n_keys = a.pos + 1;
+  const int G = a.group, nbk = split_blocks(a), n_keys = a.pos + 1;
   const size_t ss = static_cast<size_t>(nbk) * kKeyBlock;
-  const typename S::V vs = S::set1(a.scale);
   for (int b = b0; b < b1; ++b) {
     const int k0 = b * kKeyBlock, nb = std::min(kKeyBlock, n_keys - k0);
-    const float* kb = a.k + static_cast<size_t>(k0) * a.stride;
-    for (int j0 = 0; j0 < nb; j0 += kChunk)  // the chunk's cache rows read once for the group
-      for (int h = 0; h < G; ++h)
-        scores<S>(a.q + static_cast<size_t>(h) * hd, kb, a.stride, hd, s + h * ss + k0, j0, std::min(j0 + kChunk, nb));
-    for (int h = 0; h < G; ++h) {
-      float* e = s + h * ss + k0;
-      int j = 0;
-      for (; j + kLanes <= nb; j += kLanes) S::store(e + j, S::mul(S::load(e + j), vs));
-      for (; j < nb; ++j) e[j] = e[j] * a.scale;
-      float m = e[0];
-      for (j = 1; j < nb; ++j) m = m < e[j] ? e[j] : m;
-      mb[h * nbk + b] = m;
-    }
+    int ks;
+    const float* kb = key_rows<S>(a, k0, nb, ks);  // K16
+    float m[kDecodeHeads];  // the heads share each key load and run their max chains side by side
+    decode_block_scores<S>(a, kb, ks, nb, s + k0, ss, m);
+    for (int h = 0; h < G; ++h) mb[h * nbk + b] = m[h];
   }
 }
 
@@ -938,19 +932,20 @@ void attention_split_values(const AttnArgs& a, int b0, int b1, float* s, const f
       const typename S::V vm = S::set1(m_new);
       for (; j + kLanes <= nb; j += kLanes) S::store(e + j, S::exp(S::sub(S::load(e + j), vm)));
       for (; j < nb; ++j) e[j] = akv::exp(e[j] - m_new);
-      float l = 0.0f;
-      for (j = 0; j < nb; ++j) l = l + e[j];
-      lb[h * nbk + b] = l;
       outs[h] = accb + (static_cast<size_t>(h) * nbk + b) * hd;
       es[h] = e;
     }
-    const float* vb = a.v + static_cast<size_t>(k0) * a.stride;
+    float l[kDecodeHeads];  // the heads' l_b chains side by side
+    decode_block_sums(G, es, nb, l);
+    for (int h = 0; h < G; ++h) lb[h * nbk + b] = l[h];
+    int vs;
+    const float* vb = value_rows<S>(a, k0, nb, vs);  // K16
     for (int h0 = 0; h0 < G;) {  // as accumulate_states: the runs share each v_p load
       const int u = hd == 128 ? std::min(2, G - h0) : (hd == 64 && S::kTileBudget < 24) ? std::min(4, G - h0) : G - h0;
       switch (hd) {
-        case 32: split_accumulate<S, 2>(u, outs + h0, vb, a.stride, es + h0, nb); break;
-        case 64: split_accumulate<S, 4>(u, outs + h0, vb, a.stride, es + h0, nb); break;
-        default: split_accumulate<S, 8>(u, outs + h0, vb, a.stride, es + h0, nb); break;  // 128: u <= 2
+        case 32: split_accumulate<S, 2>(u, outs + h0, vb, vs, es + h0, nb); break;
+        case 64: split_accumulate<S, 4>(u, outs + h0, vb, vs, es + h0, nb); break;
+        default: split_accumulate<S, 8>(u, outs + h0, vb, vs, es + h0, nb); break;  // 128: u <= 2
       }
       h0 += u;
     }
@@ -982,7 +977,8 @@ void attention_split_fold(const AttnArgs& a, const float* mb, const float* lb, c
 template <class S>
 Kernels table(Isa isa) {
   return Kernels{isa,       &matmul<S>, &dot<S>, &rmsnorm<S>, &rope<S>, &attention<S>, &swiglu<S>, &add<S>, &exp<S>,
-                 &attention_split_scores<S>, &attention_split_values<S>, &attention_split_fold<S>};
+                 &attention_split_scores<S>, &attention_split_values<S>, &attention_split_fold<S>, &kv_encode<S>,
+                 &kv_decode<S>};
 }
 
 }  // namespace akv::cpu::impl

@@ -36,6 +36,15 @@ struct Portable {
   static V u4lo(const uint8_t* p) { return map([&](int l) { return static_cast<float>(p[l] & 15); }); }
   static V u4hi(const uint8_t* p) { return map([&](int l) { return static_cast<float>(p[l] >> 4); }); }
   static V s8(const uint8_t* p) { return map([&](int l) { return static_cast<float>(static_cast<int8_t>(p[l])); }); }
+  static V f16(const uint8_t* p) {
+    return map([&](int l) { return half_bits_to_float(static_cast<uint16_t>(p[2 * l] | (p[2 * l + 1] << 8))); });
+  }
+  static void to_f16(const V& a, uint8_t* p) {
+    for (int l = 0; l < kLanes; ++l) {
+      const uint16_t h = float_to_half_bits(a.v[l]);
+      p[2 * l] = static_cast<uint8_t>(h & 0xff), p[2 * l + 1] = static_cast<uint8_t>(h >> 8);
+    }
+  }
   static float reduce(V a) {
     for (int w = kLanes / 2; w >= 1; w /= 2)
       for (int l = 0; l < w; ++l) a.v[l] = a.v[l] + a.v[l + w];

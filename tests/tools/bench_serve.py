@@ -78,8 +78,9 @@ def stop(p):
 class Server:
     """One OpenAI-compatible server on loopback: akv serve or llama_cpp.server."""
 
-    def __init__(self, kind, args, logdir):
+    def __init__(self, kind, args, logdir, kv_type="f32", budget=None):
         self.kind, self.args, self.logdir, self.proc, self.n = kind, args, logdir, None, 0
+        self.kv_type, self.budget = kv_type, budget
 
     def up(self):
         self.port = free_port()
@@ -88,7 +89,9 @@ class Server:
         a = self.args
         if self.kind == "akv":
             cmd = [a.akv, "serve", "--model", a.model, "--port", str(self.port), "--threads", str(a.threads),
-                   "--parallel", str(max(a.clients)), "--queue", "1000"]
+                   "--parallel", str(max(a.clients)), "--queue", "1000", "--kv-type", self.kv_type]
+            if self.budget is not None:
+                cmd += ["--cache-budget", str(self.budget)]
         else:
             # llama.cpp's server as it ships: one Llama object, requests served one at a time.
             cmd = [a.llama_python, "-m", "llama_cpp.server", "--model", a.model, "--host", "127.0.0.1", "--port",
@@ -198,6 +201,22 @@ def load(srv, ps, clients, max_tokens, session_prefix):
             "p50_s": pct(lat, 0.5), "p99_s": pct(lat, 0.99)}, [bits(r) for r in replies]
 
 
+def held(srv, convs):
+    """4. Sessions a --cache-budget holds: every conversation's whole history as a session of its
+    own, in order, then each asked again, newest first, until one comes back not reused (the LRU
+    dropped it and every older one). Returns (sessions held, their tokens)."""
+    sizes = []
+    for name, msgs, _ in convs:
+        r = srv.chat(msgs, 1, f"held-{name}")
+        sizes.append(r["usage"]["prompt_tokens"])
+    kept, tokens = 0, 0
+    for (name, msgs, _), n in reversed(list(zip(convs, sizes))):
+        if srv.chat(msgs, 1, f"held-{name}")["akv"]["reused_tokens"] == 0:
+            break
+        kept, tokens = kept + 1, tokens + n
+    return kept, tokens
+
+
 def cold_bits(srv, requests, max_tokens):
     """Each request on a server that has seen nothing: akv by a fresh session, llama.cpp by a
     fresh process (its prompt cache keeps the previous prompt's prefix)."""
@@ -246,6 +265,8 @@ def main():
     ap.add_argument("--max-tokens", type=int, default=32)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--logs", default="/tmp")
+    ap.add_argument("--kv-types", default="f32,f16", help="akv's cache types: the load is measured for each")
+    ap.add_argument("--budget-mib", type=int, default=256, help="--cache-budget of the sessions-held measurement")
     a = ap.parse_args()
     a.clients = [int(c) for c in a.clients.split(",")]
     if 1 not in a.clients or any(c < 1 for c in a.clients):
@@ -254,11 +275,22 @@ def main():
     J = {"model": a.model, "max_tokens": a.max_tokens, "requests_per_level": a.requests}
     ps = prompts(a.requests)
     failed = False
+    kv_types = a.kv_types.split(",")
     try:
-        for kind in ["akv"] + (["llama_cpp"] if a.llama_python else []):
-            srv = Server(kind, a, a.logs).up()
-            R = J[kind] = {}
-            if kind == "akv":
+        # 4. Sessions held per GiB of --cache-budget, per cache type (spec/state.md S5).
+        J["held"] = {"budget_mib": a.budget_mib}
+        for t in kv_types + [t for t in ("f32", "f16", "q8_0") if t not in kv_types]:
+            srv = Server("akv", a, a.logs, t, a.budget_mib << 20).up()
+            kept, tokens = held(srv, convs)
+            srv.down()
+            J["held"][t] = {"sessions": kept, "tokens": tokens, "sessions_per_gib": kept * 1024 / a.budget_mib}
+            print(f"akv --kv-type {t:4} --cache-budget {a.budget_mib} MiB: {kept} of {len(convs)} sessions held "
+                  f"({tokens} tokens), {kept * 1024 / a.budget_mib:.1f} sessions per GiB", flush=True)
+        for kind, t in [("akv", t) for t in kv_types] + ([("llama_cpp", "f16")] if a.llama_python else []):
+            srv = Server(kind, a, a.logs, t).up()
+            key = kind if kind == "llama_cpp" or t == kv_types[0] else f"akv_{t}"
+            R = J[key] = {"kv_type": t}
+            if kind == "akv" and key == "akv":
                 rows, differ = replay(srv, convs)
                 R["replay"] = rows
                 R["replay_differ"] = differ
@@ -270,15 +302,16 @@ def main():
                 row, got = load(srv, ps, c, a.max_tokens, f"load{c}")
                 R["load"].append(row)
                 R["load_differ"][str(c)] = sum(g != b for g, b in zip(got, alone))
-                print(f"{kind} {c:2} clients: {row['tokens_per_s']:7.1f} tokens/s, p50 {row['p50_s']:.2f} s, p99 "
+                print(f"{key} {c:2} clients: {row['tokens_per_s']:7.1f} tokens/s, p50 {row['p50_s']:.2f} s, p99 "
                       f"{row['p99_s']:.2f} s, {R['load_differ'][str(c)]} of {len(ps)} replies differ from alone and cold",
                       flush=True)
             if kind == "akv":
                 failed |= any(R["load_differ"].values())
-            R["edits"] = edits(srv, convs, a.max_tokens)
-            print(f"{kind} history edits: {R['edits']['differ']} of {R['edits']['cases']} replies differ from cold", flush=True)
-            if kind == "akv":
-                failed |= R["edits"]["differ"] > 0
+            if key in ("akv", "llama_cpp"):
+                R["edits"] = edits(srv, convs, a.max_tokens)
+                print(f"{kind} history edits: {R['edits']['differ']} of {R['edits']['cases']} replies differ from cold", flush=True)
+                if kind == "akv":
+                    failed |= R["edits"]["differ"] > 0
             srv.down()
     finally:
         stop_all()
@@ -329,6 +362,23 @@ def report(J):
     for k in ("akv", "llama_cpp"):
         if k in J:
             print(f"{k}: after a history edit, {J[k]['edits']['differ']} of {J[k]['edits']['cases']} replies differ from cold")
+    # Per cache type: the load at each level, and the sessions a budget holds (spec/state.md S5).
+    akvs = [k for k in J if k == "akv" or k.startswith("akv_")]
+    print()
+    print("| cache type | sessions held in " + f"{J['held']['budget_mib']} MiB (per GiB) | " +
+          " | ".join(f"tokens/s at {r['clients']}" for r in A["load"]) + " |")
+    print("|---|---|" + "---|" * len(A["load"]))
+    for k in akvs:
+        t = J[k]["kv_type"]
+        h = J["held"].get(t, {})
+        print(f"| akv {t} | {h.get('sessions', '-')} ({h.get('sessions_per_gib', 0):.1f}) | " +
+              " | ".join(f"{r['tokens_per_s']:.1f}" for r in J[k]["load"]) + " |")
+    for t in ("f32", "f16", "q8_0"):
+        if t in J["held"] and not any(J[k]["kv_type"] == t for k in akvs):
+            h = J["held"][t]
+            print(f"| akv {t} | {h['sessions']} ({h['sessions_per_gib']:.1f}) | " + " | ".join("-" for _ in A["load"]) + " |")
+    if "llama_cpp" in J:
+        print("| llama.cpp server (f16 cache) | - | " + " | ".join(f"{r['tokens_per_s']:.1f}" for r in J["llama_cpp"]["load"]) + " |")
 
 
 if __name__ == "__main__":

@@ -6,7 +6,10 @@
       Per model and flash-attention setting, as llama-bench measures: prefill (pp) of 512 and
       2048 random tokens in one llama_decode (n_batch = n_ubatch = the prompt, the batch's logits
       flag set on the last row only, as logits_all=False does) on a cleared cache; decode (tg) of single tokens after a 4096-token context. Each
-      figure is the median of --runs timed runs after one warm-up run.
+      figure is the median of --runs timed runs after one warm-up run. The KV cache is llama.cpp's
+      default (f16, "cache_type" of each record); with --q8-cache, a quantized model also decodes
+      with a q8_0 cache (type_k = type_v = GGML_TYPE_Q8_0; flash attention on, which llama.cpp
+      needs for a quantized V cache), beside akv's --kv-type q8_0.
 """
 import argparse
 import json
@@ -50,17 +53,21 @@ def bench(args):
     out = {"llama_cpp_python": L.__version__, "system_info": L.llama_print_system_info().decode(), "results": []}
     rng = random.Random(1)
     for path in args.models:
-        for fa in (True, False):
+        settings = [(True, "f16"), (False, "f16")] + ([(True, "q8_0")] if args.q8_cache and quantized(path) else [])
+        for fa, cache in settings:
             for kind, n, depth in (("pp", 512, 0), ("pp", 2048, 0), ("tg", args.steps, 4096)):
                 if args.tests and f"{kind}{n if kind == 'pp' else ''}" not in args.tests.split(","):
                     continue
+                if cache != "f16" and kind != "tg":  # the cache type is a decode setting here
+                    continue
+                cache_kw = {} if cache == "f16" else {"type_k": L.GGML_TYPE_Q8_0, "type_v": L.GGML_TYPE_Q8_0}
                 n_ctx = depth + n
                 batch = n if kind == "pp" else 512
                 no_extra = quantized(path)
                 L.llama_cpp.llama_model_default_params = model_defaults(L, no_extra)
                 llm = L.Llama(model_path=path, n_ctx=n_ctx, n_batch=batch, n_ubatch=batch, n_threads=args.threads,
                               n_threads_batch=args.threads, logits_all=False, n_gpu_layers=0, verbose=False,
-                              **flash_kw(L, fa))
+                              **flash_kw(L, fa), **cache_kw)
                 vocab = llm.n_vocab()
                 batch_obj, ctx = llm._batch, llm._ctx
 
@@ -91,10 +98,10 @@ def bench(args):
                     if run > 0:
                         times.append(time.perf_counter() - t0)
                 med = statistics.median(times)
-                rec = {"model": os.path.basename(path), "flash_attn": fa, "extra_buffer_types": not no_extra, "test": f"{kind}{n}" + (f"@d{depth}" if depth else ""),
+                rec = {"model": os.path.basename(path), "flash_attn": fa, "cache_type": cache, "extra_buffer_types": not no_extra, "test": f"{kind}{n}" + (f"@d{depth}" if depth else ""),
                        "tokens": n, "depth": depth, "seconds": times, "median_seconds": med, "tokens_per_second": n / med}
                 out["results"].append(rec)
-                print(f"llama.cpp {rec['model']:40} fa={'on ' if fa else 'off'} {rec['test']:10} {n / med:9.1f} tokens/s"
+                print(f"llama.cpp {rec['model']:40} fa={'on ' if fa else 'off'} cache {cache:4} {rec['test']:10} {n / med:9.1f} tokens/s"
                       f"  (median {med:.3f} s of {args.runs})", flush=True)
                 del llm
     with open(args.json, "w") as f:
@@ -164,6 +171,7 @@ def main():
     b.add_argument("--steps", type=int, default=32)
     b.add_argument("--json", required=True)
     b.add_argument("--tests", default="", help="comma-separated subset of pp512,pp2048,tg (default: all)")
+    b.add_argument("--q8-cache", action="store_true", help="also decode quantized models with a q8_0 KV cache (flash attention on)")
     o = sub.add_parser("one-pass")
     o.add_argument("model")
     o.add_argument("--tokens", type=int, default=1445)

@@ -63,7 +63,7 @@ std::string PosterioriReport::verdict() const {
 
 PosterioriReport run_a_posteriori(const std::shared_ptr<const Model>& model, std::span<const Token> tokens,
                                   const std::vector<std::string>& backends, const std::string& model_name,
-                                  long bits) {
+                                  long bits, KvType kv) {
   check_tokens(model->config, tokens);
   PosterioriReport r;
   r.model = model_name;
@@ -72,7 +72,9 @@ PosterioriReport run_a_posteriori(const std::shared_ptr<const Model>& model, std
   auto t0 = std::chrono::steady_clock::now();
   std::vector<std::vector<float>> outs;
   for (const std::string& n : backends) {
-    outs.push_back(next_logits(n, model, tokens));
+    const std::vector<KvType> runs = make_backend(n, model)->kv_types();
+    if (std::find(runs.begin(), runs.end(), kv) == runs.end()) continue;
+    outs.push_back(next_logits(n, model, tokens, kv));
     r.backends.push_back({n});
   }
   r.ms_backends = ms_since(t0);

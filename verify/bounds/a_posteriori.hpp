@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "reference/kv_types.hpp"
 #include "reference/model.hpp"
 
 namespace akv::bounds {
@@ -61,9 +62,12 @@ struct PosterioriReport {
 /// Error(kEmptyInput / kInvalidToken / kContextOverflow) on bad tokens; a backend's error passes through.
 /// `bits`: the intervals' precision (oracle::interval_logits); a WIDE verdict names the bits that
 /// would do (bits_needed).
+/// `kv`: the cache type the backends run (spec/state.md S5); the intervals enclose the exact
+/// model, whose cache keeps every value, so a typed backend's certificate includes its rounding.
+/// A backend that does not run the type is left out.
 PosterioriReport run_a_posteriori(const std::shared_ptr<const Model>& model, std::span<const Token> tokens,
                                   const std::vector<std::string>& backends, const std::string& model_name,
-                                  long bits = 267);
+                                  long bits = 267, KvType kv = KvType::kF32);
 
 /// Summary keys and "logits": [{index, exact, width, values, certified}].
 nlohmann::json to_json(const PosterioriReport& r);

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "reference/ops.hpp"
+#include "verify/bounds/kv_bounds.hpp"
 #include "verify/bounds/rigorous.hpp"
 
 namespace akv::bounds {
@@ -277,6 +278,25 @@ void swiglu(Aff* out, const Aff* gate, const Aff* up, int n) {
     const Aff sg = apply(b, gate[j], linearise_silu(gate[j]));
     b.add_product(sg, up[j], 1.0);
     out[j] = b.finish(of[j], rounding);  // out may alias gate: gate[j] is not read again
+  }
+}
+
+void kv_round_row(Aff* row, int n, int /*head_dim*/, KvType t) {
+  if (t == KvType::kF32) return;
+  AffineContext& ctx = AffineContext::current();
+  const std::vector<float> rounded = kv_round_trip(t, values(row, static_cast<size_t>(n)));
+  std::vector<double> m(static_cast<size_t>(n));
+  for (int j = 0; j < n; ++j) m[j] = mag(row[j]);
+  const std::vector<double> eps = kv_round_bounds_box(t, m);  // q8_0: blocks from row[0], whole heads (S7)
+  AffBuilder b(ctx);
+  for (int j = 0; j < n; ++j) {
+    if (!(eps[j] < kInf)) {
+      row[j] = vacuous(rounded[j]);
+      continue;
+    }
+    b.add_center(row[j].c);
+    b.add_terms(row[j], 1.0);
+    row[j] = b.finish(rounded[j], eps[j]);
   }
 }
 

@@ -16,6 +16,7 @@
 // The active AffineContext (AffineScope) holds the symbols. Every rule returns vacuous forms
 // (r = +inf) when an assumption fails (a denominator's box reaching 0).
 #pragma once
+#include "reference/kv_types.hpp"
 #include "verify/bounds/affine.hpp"
 #include "verify/bounds/op_bounds.hpp"
 
@@ -52,5 +53,11 @@ void geglu(Aff* out, const Aff* gate, const Aff* up, int n);
 void scale_inplace(Aff* x, float s, int n);
 /// M11 residual x += y: one IEEE addition each, rounding u |x + y| (A1; no underflow error).
 void add_inplace(Aff* x, const Aff* y, int n);
+/// The store of a K or V row (n,) = (n_kv_heads, head_dim) into a cache of type t (spec/state.md
+/// S6, S7), found by ref::forward_token through argument-dependent lookup: each element keeps its
+/// form and gains a rounding symbol of B18's bound over the box (q8_0: over its block's boxes);
+/// its float value becomes the stored row's as attention reads it (S8), the reference's bits.
+/// f32: nothing changes.
+void kv_round_row(Aff* row, int n, int head_dim, KvType t);
 
 }  // namespace akv::bounds

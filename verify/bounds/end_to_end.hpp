@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "reference/kv_types.hpp"
 #include "reference/model.hpp"
 
 namespace akv::bounds {
@@ -32,12 +33,16 @@ struct BackendBound {
 struct BoundsOptions {
   size_t max_terms = 2048;  // terms one enclosed value keeps (AffineContext); more: tighter, slower
   bool all_backends = true; // also run every other backend of backend_names() against the bound
+  /// The cache type of every backend's run and of the enclosure (spec/state.md S5, bounds.md
+  /// B18); the exact logits are the model's whose cache keeps every value (f32, exactly).
+  KvType kv = KvType::kF32;
 };
 
 struct BoundsReport {
   std::string model;
   uint64_t seed = 0;
   size_t tokens = 0;
+  std::string kv_type = "f32";  // the cache type of the backends and the enclosure (B18)
   long oracle_bits = 0;
   size_t max_terms = 0, symbols = 0;  // the enclosure's term budget and the symbols it made
   std::vector<LogitBound> logits;  // (vocab,), the next-token logits after the last token
@@ -69,9 +74,9 @@ struct BoundsReport {
 void check_tokens(const Config& c, std::span<const Token> tokens);
 
 /// The next-token logits (vocab,) of backend `name` (runtime/backends.hpp) after `tokens` on a
-/// fresh cache, in one forward call.
+/// fresh cache of type `kv`, in one forward call. Error(kBadInput) when the backend does not run it.
 std::vector<float> next_logits(const std::string& name, const std::shared_ptr<const Model>& model,
-                               std::span<const Token> tokens);
+                               std::span<const Token> tokens, KvType kv = KvType::kF32);
 
 /// Runs `tokens` (n >= 1, each in [0, vocab), n <= max_ctx) through the backends, the
 /// enclosure (ref::forward_token<Aff>) and the oracle (ref::forward_token<Real>).

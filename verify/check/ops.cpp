@@ -68,6 +68,7 @@ OpTable view(std::shared_ptr<const OpSet> ops, std::string label, Rounding round
     const akv_kernels& k = ops->ops();
     k.add(k.ctx, x, y, n);
   };
+  t.kv_encode = [](KvType type, const float* x, int n, uint8_t* out) { kv_encode_row(type, x, n, out); };
   t.attention_rounding = std::move(rounding);
   t.set = std::move(ops);
   return t;
@@ -88,8 +89,10 @@ OpTable cpu_table(cpu::Isa isa) {
     return t;
   }
   auto table = std::make_shared<cpu::CpuKernelTable>(isa, 1);
-  return view(std::make_shared<const OpSet>(table->table(), table, cpu::isa_name(isa)), cpu::isa_name(isa),
-              [](int n) { return bounds::attn_rounding_online(n, cpu::kKeyBlock); }, cpu::kernels_for(isa).dot);
+  OpTable t = view(std::make_shared<const OpSet>(table->table(), table, cpu::isa_name(isa)), cpu::isa_name(isa),
+                   [](int n) { return bounds::attn_rounding_online(n, cpu::kKeyBlock); }, cpu::kernels_for(isa).dot);
+  t.kv_encode = cpu::kernels_for(isa).kv_encode;  // K16
+  return t;
 }
 
 OpTable cuda_emu_table() {

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "reference/kv_types.hpp"
 #include "verify/bounds/op_bounds.hpp"
 
 namespace akv {
@@ -47,6 +48,10 @@ struct OpTable {
   std::function<void(float* out, const float* gate, const float* up, int n)> swiglu;
   /// x (n,) += y (n,) (M11).
   std::function<void(float* x, const float* y, int n)> add;
+  /// A K or V row x (n,) stored as cache type t into out (spec/state.md S6, S7): the cpu
+  /// kernels' own encoder (K16); the reference's kv_encode_row for every other table (the
+  /// composed forward stores through the cache, reference/kv_cache.hpp).
+  std::function<void(KvType t, const float* x, int n, uint8_t* out)> kv_encode;
 
   /// The rounding model. matmul and dot: any conforming summation order (within B1 of the
   /// exact value; scores within B4); RMSNorm: any order (B2); RoPE, SwiGLU and the residual

@@ -13,6 +13,7 @@
 #include "reference/error.hpp"
 #include "reference/forward.hpp"
 #include "verify/bounds/end_to_end.hpp"
+#include "verify/bounds/kv_bounds.hpp"
 #include "verify/bounds/op_bounds.hpp"
 #include "verify/bounds/rigorous.hpp"
 #include "runtime/digest.hpp"
@@ -183,6 +184,40 @@ class Tracer {
     return ref;
   }
 
+  // The K/V rows (M, kv_dim) of layer l stored as type t (S6, S7): each table's bytes against
+  // the reference's encoder, bit for bit ("kv_store"), and each stored value within B18 of the
+  // float32 value it rounds ("kv_round"). Returns the stored rows as float32 (S8).
+  Buf kv_store(int layer, const Buf& rows, KvType t, const char* what) {
+    const int kvd = c_.kv_dim();
+    const size_t rb = kv_row_bytes(t, kvd);
+    std::vector<uint8_t> ref(sz(M_) * rb);
+    Buf out(rows.size());
+    for (int r = 0; r < M_; ++r) {
+      kv_encode_row(t, rows.data() + sz(r) * sz(kvd), kvd, ref.data() + sz(r) * rb);
+      kv_decode_row(t, ref.data() + sz(r) * rb, kvd, out.data() + sz(r) * sz(kvd));
+    }
+    std::vector<OpStat*> st = stats((std::string("kv_store_") + what).c_str(), t == KvType::kF16 ? "S6" : "S7", true, layer);
+    std::vector<OpStat*> rnd = stats((std::string("kv_round_") + what).c_str(), "B18", false, layer);
+    std::vector<uint8_t> got(rb);
+    Buf back(sz(kvd));
+    for (int r = 0; r < M_; ++r) {
+      const std::span<const float> row(rows.data() + sz(r) * sz(kvd), sz(kvd));
+      const std::vector<double> eps = bounds::kv_round_bounds(t, row);
+      for (size_t i = 0; i < tables_.size(); ++i) {
+        tables_[i]->kv_encode(t, row.data(), kvd, got.data());
+        const bool same = std::memcmp(got.data(), ref.data() + sz(r) * rb, rb) == 0;
+        kv_decode_row(t, got.data(), kvd, back.data());
+        for (int j = 0; j < kvd; ++j) {
+          // Bytes that differ count even where the values agree (a q8_0 block of zero scale).
+          if (same) note_bits(*st[i], back[sz(j)], out[sz(r) * sz(kvd) + sz(j)], P_ + r, j);
+          else note_bits(*st[i], std::numeric_limits<float>::quiet_NaN(), 0.0f, P_ + r, j);
+          note(*rnd[i], back[sz(j)], row[sz(j)], eps[sz(j)], P_ + r, j);
+        }
+      }
+    }
+    return out;
+  }
+
   // x += y, the reference's bits (M11).
   void add(const char* op, int layer, Buf& x, const Buf& y) {
     const int n = static_cast<int>(x.size());
@@ -273,7 +308,7 @@ const OpStat* PerOpReport::worst() const {
 }
 
 PerOpReport per_op_check(const Model& model, std::span<const Token> tokens, const std::vector<OpTable>& tables,
-                         const std::string& model_name, size_t from) {
+                         const std::string& model_name, size_t from, KvType kv) {
   std::optional<Model> dense;  // the reference reads float32 (spec/kernels-cpu.md K15)
   if (!has_dense_weights(model)) dense = Model{model.config, dense_weights(model), model.rope, model.rope_local, nullptr};
   const Model& m = dense ? *dense : model;
@@ -285,6 +320,8 @@ PerOpReport per_op_check(const Model& model, std::span<const Token> tokens, cons
   const auto t0 = std::chrono::steady_clock::now();
   PerOpReport rep;
   rep.model = model_name;
+  rep.kv_type = kv_type_name(kv);
+  check_kv_type(kv, c);
   rep.tokens = tokens.size();
   rep.from = from;
   std::vector<const OpTable*> run;
@@ -300,11 +337,12 @@ PerOpReport per_op_check(const Model& model, std::span<const Token> tokens, cons
   const int P = static_cast<int>(from), M = static_cast<int>(tokens.size() - from);
   const int d = c.hidden, kvd = c.kv_dim(), qd = c.q_dim();
   // Each layer's stats: tables x ops; reserve so the pointers handed out stay valid.
-  rep.stats.reserve(run.size() * (sz(c.n_layers) * 15 + 2));
+  rep.stats.reserve(run.size() * (sz(c.n_layers) * 19 + 2));
   Tracer tr(m, P, M, run, rep);
 
   // The prefix [0, P): the reference's forward pass alone, for its keys and values.
-  KVCache prefix(c);
+  KVCache prefix(c, kv);  // its rows stored as the type (S5), read back as float32 below (S8)
+  std::vector<float> prefix_k, prefix_v;
   {
     ref::RunState<float> s(c);
     for (int i = 0; i < P; ++i) ref::forward_token(m, prefix, tokens[sz(i)], static_cast<float*>(nullptr), s);
@@ -328,7 +366,15 @@ PerOpReport per_op_check(const Model& model, std::span<const Token> tokens, cons
     const Buf v = tr.matmul("wv", l, xb, w.wv, d, kvd);
     tr.rope("rope_q", l, q, c.n_heads);
     tr.rope("rope_k", l, k, c.n_kv_heads);
-    const Buf att = tr.attention(l, q, with_prefix(prefix.k(l), k), with_prefix(prefix.v(l), v));
+    const float* pk = prefix.k_rows(l, 0, sz(P), prefix_k);
+    const float* pv = prefix.v_rows(l, 0, sz(P), prefix_v);
+    Buf att;
+    if (kv == KvType::kF32) {
+      att = tr.attention(l, q, with_prefix(pk, k), with_prefix(pv, v));
+    } else {  // S6-S8: the rows stored as the type, then attention on both sides reads them back
+      const Buf ks = tr.kv_store(l, k, kv, "k"), vs = tr.kv_store(l, v, kv, "v");
+      att = tr.attention(l, q, with_prefix(pk, ks), with_prefix(pv, vs));
+    }
     const Buf o = tr.matmul("wo", l, att, w.wo, qd, d);
     tr.add("attn_residual", l, x, o);
     const Buf xf = tr.rmsnorm("ffn_norm", l, x, w.ffn_norm);
@@ -348,6 +394,7 @@ PerOpReport per_op_check(const Model& model, std::span<const Token> tokens, cons
 nlohmann::json to_json(const PerOpReport& r) {
   nlohmann::json j;
   j["model"] = r.model;
+  j["kv_type"] = r.kv_type;
   j["tokens"] = r.tokens;
   j["from"] = r.from;
   j["tables"] = r.tables;
@@ -381,7 +428,7 @@ nlohmann::json to_json(const PerOpReport& r) {
 
 std::string to_text(const PerOpReport& r) {
   std::ostringstream o;
-  o << "per-op check (spec/bounds.md B16): " << r.model << ", positions " << r.from << " .. " << r.tokens - 1 << " of "
+  o << "per-op check (spec/bounds.md B16): " << r.model << (r.kv_type == "f32" ? "" : ", cache " + r.kv_type) << ", positions " << r.from << " .. " << r.tokens - 1 << " of "
     << r.tokens << " tokens, tables";
   for (const std::string& t : r.tables) o << " " << t;
   o << "\n";

@@ -38,6 +38,7 @@ struct OpStat {
 /// The whole check: one OpStat per (table, layer, op), tables in the order given.
 struct PerOpReport {
   std::string model;                    // as the caller names it
+  std::string kv_type = "f32";          // the cache type (spec/state.md S5): how the K/V rows are stored
   size_t tokens = 0;                    // tokens run
   size_t from = 0;                      // the first position checked (earlier ones: the reference alone)
   std::vector<std::string> tables;      // labels of the tables checked
@@ -65,8 +66,12 @@ struct PerOpReport {
 /// inputs. Cost: one reference forward pass, one per table and one of bounds in double over the
 /// checked rows (attention's over all their keys). Error(kEmptyInput / kInvalidToken /
 /// kContextOverflow) on bad tokens, Error(kBadInput) when from >= n.
+/// With a cache type `kv` other than f32 (spec/state.md S5): the K/V rows are stored as that type
+/// (the prefix's too), each table's stored bytes are compared with the reference's ("kv_store",
+/// S6/S7, bitwise), each stored value with the float32 value it rounds ("kv_round", within B18),
+/// and attention reads the stored rows as float32 (S8) on both sides.
 PerOpReport per_op_check(const Model& m, std::span<const Token> tokens, const std::vector<OpTable>& tables,
-                         const std::string& model_name, size_t from = 0);
+                         const std::string& model_name, size_t from = 0, KvType kv = KvType::kF32);
 
 /// Every OpStat, with the summary (sound, over, vacuous, worst).
 nlohmann::json to_json(const PerOpReport& r);

@@ -18,16 +18,18 @@ struct Run {
   std::vector<float> logits;
 };
 
-/// Runs `tokens` through `backend` on a fresh cache in calls of `lengths` (each >= 1, summing
-/// to tokens.size()): the chunking under test in every I1 check. Error(kBadInput) naming the
-/// problem when the lengths do not fit; the backend's own errors pass through.
-Run run_chunked(Backend& backend, std::span<const Token> tokens, std::span<const size_t> lengths);
-inline Run run_chunked(Backend& backend, std::span<const Token> tokens, std::initializer_list<size_t> lengths) {
-  return run_chunked(backend, tokens, std::span<const size_t>(lengths.begin(), lengths.size()));
+/// Runs `tokens` through `backend` on a fresh cache of type `kv` (spec/state.md S5) in calls of
+/// `lengths` (each >= 1, summing to tokens.size()): the chunking under test in every I1 check.
+/// Error(kBadInput) naming the problem when the lengths do not fit or the backend does not run
+/// that type (check_backend_kv_type); the backend's own errors pass through.
+Run run_chunked(Backend& backend, std::span<const Token> tokens, std::span<const size_t> lengths, KvType kv = KvType::kF32);
+inline Run run_chunked(Backend& backend, std::span<const Token> tokens, std::initializer_list<size_t> lengths,
+                       KvType kv = KvType::kF32) {
+  return run_chunked(backend, tokens, std::span<const size_t>(lengths.begin(), lengths.size()), kv);
 }
 
-/// "" when a and b hold the same entries bitwise (size, shape, every layer's K and V bytes);
-/// else one line naming the first difference and its max|delta|.
+/// "" when a and b hold the same entries bitwise (size, shape, type, every layer's K and V as
+/// float32 and as stored bytes); else one line naming the first difference and its max|delta|.
 std::string cache_diff(const KVCache& a, const KVCache& b);
 
 /// "" when two runs agree bitwise (cache_diff, then same_bits of the logit rows); else one line.

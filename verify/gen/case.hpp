@@ -1,6 +1,7 @@
 // The generated cases of the property suite (spec/properties.md): conversations of spans,
 // eviction requests, chunkings and model choices. Plain data; generators are in gen.hpp.
 #pragma once
+#include "reference/kv_types.hpp"
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -41,6 +42,9 @@ struct GenConversation {
 struct ModelChoice {
   std::string config = "tiny";
   uint64_t seed = 1;
+  /// The cache type of the case's sessions (spec/state.md S5): f32 unless a property of the
+  /// cache types drew another (model_choice_typed).
+  KvType kv = KvType::kF32;
 };
 
 /// How a drawn backend's scratch starts: filled with NaN before every call, or never poisoned

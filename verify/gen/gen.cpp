@@ -69,8 +69,10 @@ rc::Gen<GenConversation> conversation(const Profile& p, size_t budget, size_t mi
   return rc::gen::suchThat(conv, [=](const GenConversation& c) { return c.nonempty().size() >= min_nonempty; });
 }
 
-rc::Gen<std::string> synthetic_shape() {
-  return rc::gen::exec([]() {
+rc::Gen<std::string> synthetic_shape() { return synthetic_shape({}); }
+
+rc::Gen<std::string> synthetic_shape(std::vector<int> head_dims) {
+  return rc::gen::exec([head_dims]() {
     Config c = config_by_name("tiny");
     c.hidden = *rc::gen::inRange(4, 65);
     c.n_layers = *rc::gen::inRange(1, 4);
@@ -78,7 +80,7 @@ rc::Gen<std::string> synthetic_shape() {
     c.n_heads = c.n_kv_heads * *rc::gen::inRange(1, 4);
     // Small even head dims, and one in four of the head dims the cpu kernels dispatch on
     // (kernels.hpp: 128 included), so every attention path runs inside a whole model.
-    c.head_dim = *rc::gen::weightedOneOf<int>(
+    c.head_dim = !head_dims.empty() ? *rc::gen::elementOf(head_dims) : *rc::gen::weightedOneOf<int>(
         {{3, rc::gen::map(rc::gen::inRange(1, 11), [](int h) { return 2 * h; })},
          {1, rc::gen::elementOf(std::vector<int>(cpu::kAttentionCheckHeadDims.begin(), cpu::kAttentionCheckHeadDims.end()))}});
     c.ffn = *rc::gen::inRange(4, 97);
@@ -96,6 +98,19 @@ rc::Gen<ModelChoice> model_choice(const Profile& p) {
                                                      {static_cast<size_t>(small), rc::gen::just<std::string>("small")},
                                                      {static_cast<size_t>(shape), synthetic_shape()}});
   return rc::gen::apply([](std::string c, uint64_t s) { return ModelChoice{std::move(c), s}; }, config, seed);
+}
+
+rc::Gen<ModelChoice> model_choice_typed(const Profile& p, const std::vector<KvType>& types) {
+  const Profile pc = p;
+  return rc::gen::mapcat(rc::gen::elementOf(types), [pc](KvType t) -> rc::Gen<ModelChoice> {
+    if (t != KvType::kQ8_0 || !pc.model.empty())
+      return rc::gen::map(model_choice(pc), [t](ModelChoice m) { return m.kv = t, m; });
+    std::vector<int> dims;  // the cpu kernels' head dims that hold whole Q8_0 blocks
+    for (int h : cpu::kAttentionPathHeadDims)
+      if (h % kKvQ8Block == 0) dims.push_back(h);
+    auto seed = rc::gen::inRange<uint64_t>(1, pc.max_seed + 1);
+    return rc::gen::apply([t](std::string c, uint64_t s) { return ModelChoice{std::move(c), s, t}; }, synthetic_shape(dims), seed);
+  });
 }
 
 size_t budget_for(const Profile& p, const ModelChoice& m) {

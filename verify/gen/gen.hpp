@@ -26,11 +26,18 @@ rc::Gen<GenConversation> conversation(const Profile& p, size_t budget, size_t mi
 /// p.shape_per_mille of the time; seed in [1, p.max_seed].
 rc::Gen<ModelChoice> model_choice(const Profile& p);
 
+/// A model choice with a cache type drawn from `types` (spec/state.md S5): f16 on model_choice's
+/// models; q8_0, which needs a head_dim multiple of 32 (check_kv_type), on a synthetic shape
+/// with head_dim 32, 64 or 128 (the cpu kernels' paths).
+rc::Gen<ModelChoice> model_choice_typed(const Profile& p, const std::vector<KvType>& types);
+
 /// A small synthetic shape (spec/model.md M12) as its spec string: hidden 4-64, layers 1-3,
 /// kv_heads 1-3, heads = kv_heads * (1-3), head_dim 2-20 even, ffn 4-96, vocab 288-320; most
 /// have reduction lengths (hidden, q_dim, ffn) that are not multiples of 16. Shrinks towards
 /// the smallest.
 rc::Gen<std::string> synthetic_shape();
+/// A synthetic shape as synthetic_shape() whose head_dim is drawn from `head_dims`.
+rc::Gen<std::string> synthetic_shape(std::vector<int> head_dims);
 
 /// The token budget of a conversation on `m` under `p`.
 size_t budget_for(const Profile& p, const ModelChoice& m);

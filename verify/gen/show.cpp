@@ -41,7 +41,10 @@ void showValue(const GenConversation& c, std::ostream& os) {
   }
 }
 
-void showValue(const ModelChoice& m, std::ostream& os) { os << "model " << m.config << ", weight seed " << m.seed; }
+void showValue(const ModelChoice& m, std::ostream& os) {
+  os << "model " << m.config << ", weight seed " << m.seed;
+  if (m.kv != KvType::kF32) os << ", cache " << kv_type_name(m.kv);
+}
 
 void showValue(const BackendDraw& d, std::ostream& os) {
   if (d.threads > 0) os << d.threads << (d.threads == 1 ? " thread, " : " threads, ");

@@ -10,12 +10,13 @@
 
 namespace akv::oracle {
 
-/// The logits (vocab,) after appending `tokens` (n >= 1) to an empty cache, one token at a
-/// time through ref::forward_token<T>, the weights of scalar Wt (T, or float). Tokens must
-/// lie in [0, vocab), n <= max_ctx.
+/// The logits (vocab,) after appending `tokens` (n >= 1) to an empty cache of type `kv`, one
+/// token at a time through ref::forward_token<T>, the weights of scalar Wt (T, or float). Tokens
+/// must lie in [0, vocab), n <= max_ctx. For an exact T (the oracle, intervals) the type changes
+/// nothing (the exact model keeps every value); the affine enclosure adds its rounding (B18).
 template <class Wt, class T = Wt>
-std::vector<T> last_logits(const ModelT<Wt>& m, std::span<const Token> tokens) {
-  KVCacheT<T> cache(m.config);
+std::vector<T> last_logits(const ModelT<Wt>& m, std::span<const Token> tokens, KvType kv = KvType::kF32) {
+  KVCacheT<T> cache(m.config, kv);
   ref::RunState<T> s(m.config);
   std::vector<T> logits(m.config.vocab);
   // Only the last token's logits are wanted: the others skip the classifier.

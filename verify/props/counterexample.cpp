@@ -30,6 +30,7 @@ CounterexampleFile counterexample_file(const Counterexample& c, const std::strin
   for (size_t i : f.evict) ev += (ev.empty() ? "" : ",") + std::to_string(i);
   f.witness_args = (ev.empty() ? std::string() : "--evict " + ev + " ") + "--model " + c.model.config + " --seed " +
                    std::to_string(c.model.seed) + " --backend " + backend + " --logit-rows all";  // as the properties' appends
+  if (c.model.kv != KvType::kF32) f.witness_args += std::string(" --kv-type ") + kv_type_name(c.model.kv);
   // The witness runs both builds with one set of options: the first backend's.
   if (!c.backends.empty() && c.backends[0].threads > 0) f.witness_args += " --threads " + std::to_string(c.backends[0].threads);
   if (!c.backends.empty() && !c.backends[0].isa.empty()) f.witness_args += " --isa " + c.backends[0].isa;
@@ -44,7 +45,7 @@ CounterexampleFile counterexample_file(const Counterexample& c, const std::strin
   json meta = {{"property", property_id}, {"backend", backend},          {"model", c.model.config},
                {"seed", c.model.seed},    {"reproduce", reproduce},      {"note", c.note},
                {"span_indexes_evicted", c.evict}, {"witness_applies", f.witness_applies}, {"witness_args", f.witness_args},
-               {"backends", backends}};
+               {"backends", backends},          {"kv_type", kv_type_name(c.model.kv)}};
   f.json = json{{"messages", messages}, {"poisoned", f.evict}, {"akv_counterexample", meta}}.dump(1);
   return f;
 }

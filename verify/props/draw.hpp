@@ -16,7 +16,7 @@ struct Drawn {
 
 inline Drawn draw_case(const Context& ctx, size_t min_nonempty = 1, bool real = false) {
   Drawn d;
-  d.model = *gen::model_choice(ctx.profile);
+  d.model = ctx.kv_types.empty() ? *gen::model_choice(ctx.profile) : *gen::model_choice_typed(ctx.profile, ctx.kv_types);
   const size_t budget = gen::budget_for(ctx.profile, d.model);
   if (real) {
     d.conv = *rc::gen::suchThat(gen::real_conversation(ctx.profile, budget),

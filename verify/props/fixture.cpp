@@ -117,12 +117,12 @@ std::string state_diff(const Session& a, const Session& b) {
   return {};
 }
 
-std::vector<float> prefix_bytes(const KVCache& c, size_t n) {
-  std::vector<float> out;
-  const size_t count = std::min(n, c.size()) * static_cast<size_t>(c.kv_dim());
+std::vector<unsigned char> prefix_bytes(const KVCache& c, size_t n) {
+  std::vector<unsigned char> out;
+  const size_t count = std::min(n, c.size()) * c.row_bytes();  // as stored (S4): float32 or the type's bytes
   for (int l = 0; l < c.n_layers(); ++l) {
-    out.insert(out.end(), c.k(l), c.k(l) + count);
-    out.insert(out.end(), c.v(l), c.v(l) + count);
+    out.insert(out.end(), c.k_bytes(l), c.k_bytes(l) + count);
+    out.insert(out.end(), c.v_bytes(l), c.v_bytes(l) + count);
   }
   return out;
 }

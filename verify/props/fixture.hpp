@@ -61,7 +61,7 @@ std::string state_diff(const Session& a, const Session& b);
 using check::cache_diff;
 using check::run_chunked;
 
-/// Bytes of entries [0, n) of every layer, K then V: the E3 snapshot.
-std::vector<float> prefix_bytes(const KVCache& c, size_t n);
+/// Bytes of entries [0, n) of every layer, K then V, as stored: the E3 snapshot.
+std::vector<unsigned char> prefix_bytes(const KVCache& c, size_t n);
 
 }  // namespace akv::prop

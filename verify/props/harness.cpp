@@ -23,6 +23,7 @@ const std::vector<PropertyDef>& properties() {
     add_error_properties(v);
     add_regression_properties(v);
     add_stateful_properties(v);
+    add_kv_type_properties(v);  // last: it wraps properties added above
     return v;
   }();
   return all;

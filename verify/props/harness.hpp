@@ -26,6 +26,8 @@ struct Context {
   gen::Profile profile = gen::ci_profile();
   BackendFactory factory;
   std::optional<gen::BackendKnobs> knobs;
+  /// Cache types a case draws (spec/state.md S5; model_choice_typed); empty: every session f32.
+  std::vector<KvType> kv_types;
 };
 
 /// A generated case in the form `akv witness` re-runs: conversation, spans to evict (indexes,

@@ -21,7 +21,7 @@ void check_request(const Context& ctx, const gen::ModelChoice& mc, const gen::Ge
   RC_TAG(gen::request_kind_name(req.kind));
   auto model = model_for(mc);
   auto bp = backend_for(ctx.backend, model), bn = backend_for(ctx.backend, model);
-  Session poisoned(*bp), never(*bn);
+  Session poisoned(*bp, mc.kv), never(*bn, mc.kv);
   build(poisoned, conv);
   build(never, conv, req.spans);
   const std::vector<SpanId> ids = live_ids(conv, req.spans);
@@ -82,7 +82,7 @@ void one_at_a_time(const Context& ctx) {
   note_case({c.model, c.conv, req.spans, "E1: evict one at a time in a drawn order vs together vs never", {}});
   auto model = model_for(c.model);
   auto b1 = backend_for(ctx.backend, model), b2 = backend_for(ctx.backend, model), b3 = backend_for(ctx.backend, model);
-  Session single(*b1), together(*b2), never(*b3);
+  Session single(*b1, c.model.kv), together(*b2, c.model.kv), never(*b3, c.model.kv);
   build(single, c.conv);
   build(together, c.conv);
   build(never, c.conv, req.spans);

@@ -36,20 +36,20 @@ void prefix_untouched(const Context& ctx) {
   RC_PRE(!ids.empty());
   auto model = model_for(c.model);
   auto b = backend_for(ctx.backend, model);
-  Session s(*b);
+  Session s(*b, c.model.kv);
   build(s, c.conv);
   const Expected e = expected(c.conv, req.spans);
-  const std::vector<float> before = prefix_bytes(s.cache(), e.first);
-  const float* k0 = s.cache().k(0);
+  const std::vector<unsigned char> before = prefix_bytes(s.cache(), e.first);
+  const unsigned char* k0 = s.cache().k_bytes(0);
   const uint64_t written = s.cache().entries_written();
   const EvictStats st = s.evict(ids);
   RC_TAG(e.first == 0 ? "cut at 0" : "prefix kept");
   RC_ASSERT(st.truncated_at == e.first);
-  RC_ASSERT(same_bits(prefix_bytes(s.cache(), e.first), before));
+  RC_ASSERT(prefix_bytes(s.cache(), e.first) == before);
   // Writes: only the |X| survivors' entries were made again; none before the cut.
   RC_ASSERT(s.cache().entries_written() - written == e.survivors);
   RC_ASSERT(s.size() == e.first + e.survivors);
-  if (e.survivors == 0 && e.first > 0) RC_ASSERT(s.cache().k(0) == k0);  // truncation alone moves no bytes
+  if (e.survivors == 0 && e.first > 0) RC_ASSERT(s.cache().k_bytes(0) == k0);  // truncation alone moves no bytes
 }
 
 void cost_is_survivors(const Context& ctx) {
@@ -60,7 +60,7 @@ void cost_is_survivors(const Context& ctx) {
   RC_PRE(!ids.empty());
   auto model = model_for(c.model);
   auto b = backend_for(ctx.backend, model);
-  Session s(*b);
+  Session s(*b, c.model.kv);
   build(s, c.conv);
   const Expected e = expected(c.conv, req.spans);
   const uint64_t counter = s.tokens_recomputed(), written = s.cache().entries_written();

@@ -24,18 +24,18 @@ void chunkings(const Context& ctx) {
   const std::vector<Token> toks = c.conv.tokens_without({});
   auto model = model_for(c.model);
   auto b = backend_for(ctx.backend, model);
-  const check::Run one = run_chunked(*b, toks, gen::make_chunking(gen::ChunkKind::kOneCall, c.conv).lengths);
+  const check::Run one = run_chunked(*b, toks, gen::make_chunking(gen::ChunkKind::kOneCall, c.conv).lengths, c.model.kv);
   const KVCache& ref = one.cache;
   const std::vector<float>& ref_logits = one.logits;
   for (const gen::Chunking& ch : {gen::make_chunking(gen::ChunkKind::kPerSpan, c.conv), cuts,
                                   gen::make_chunking(gen::ChunkKind::kTokenByToken, c.conv)}) {
     auto fresh = backend_for(ctx.backend, model);
-    const check::Run run = run_chunked(*fresh, toks, ch.lengths);
+    const check::Run run = run_chunked(*fresh, toks, ch.lengths, c.model.kv);
     RC_ASSERT(cache_diff(run.cache, ref) == std::string());
     RC_ASSERT(same_bits(run.logits, ref_logits));
   }
   // Through a session, one append per span: the same cache and the last row as next logits.
-  Session s(*b);
+  Session s(*b, c.model.kv);
   build(s, c.conv);
   RC_ASSERT(cache_diff(s.cache(), ref) == std::string());
   const size_t vocab = static_cast<size_t>(model->config.vocab);
@@ -52,11 +52,11 @@ void poisoned_scratch(const Context& ctx) {
   auto model = model_for(c.model);
   auto b0 = backend_for(ctx.backend, model);
   b0->set_scratch_poison(std::nullopt);
-  const check::Run base = run_chunked(*b0, toks, cuts.lengths);
+  const check::Run base = run_chunked(*b0, toks, cuts.lengths, c.model.kv);
   for (float poison : {std::numeric_limits<float>::quiet_NaN(), 3e38f, -0.0f}) {
     auto b = backend_for(ctx.backend, model);
     b->set_scratch_poison(poison);
-    const check::Run run = run_chunked(*b, toks, cuts.lengths);
+    const check::Run run = run_chunked(*b, toks, cuts.lengths, c.model.kv);
     RC_ASSERT(cache_diff(run.cache, base.cache) == std::string());
     RC_ASSERT(same_bits(run.logits, base.logits));
   }
@@ -70,9 +70,10 @@ void earlier_work(const Context& ctx) {
   note_case({c.model, c.conv, {}, "I1: after and interleaved with an unrelated session on the same backend", {}});
   auto model = model_for(c.model);
   auto fresh = backend_for(ctx.backend, model), shared = backend_for(ctx.backend, model);
-  Session alone(*fresh);
+  Session alone(*fresh, c.model.kv);
   build(alone, c.conv);
-  Session before(*shared), mine(*shared), beside(*shared);
+  // The unrelated sessions keep f32 caches: a typed session beside them shares nothing with them.
+  Session before(*shared), mine(*shared, c.model.kv), beside(*shared);
   build(before, other);
   size_t j = 0;
   for (size_t i = 0; i < c.conv.spans.size(); ++i) {

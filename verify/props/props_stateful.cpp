@@ -63,7 +63,7 @@ std::vector<float> fresh_build(const CacheModel& m, Sut& sut, Session& fresh) {
 // After a command: the session equals a fresh build of `m`'s visible spans.
 void check_against_fresh(const CacheModel& m, Sut& sut, const std::vector<float>* rows) {
   auto engine = backend_for(sut.backend, sut.model);
-  Session fresh(*engine);
+  Session fresh(*engine, sut.choice.kv);
   const std::vector<float> last = fresh_build(m, sut, fresh);
   RC_ASSERT(state_diff(*sut.session, fresh) == std::string());
   RC_ASSERT(sut.session->tokens_recomputed() == m.recomputed);
@@ -171,7 +171,7 @@ struct Logits : Cmd {
       return;
     }
     auto engine = backend_for(sut.backend, sut.model);
-    Session fresh(*engine);
+    Session fresh(*engine, sut.choice.kv);
     fresh_build(m, sut, fresh);
     const auto a = sut.session->logits(), b = fresh.logits();
     RC_ASSERT(same_bits(std::vector<float>(a.begin(), a.end()), std::vector<float>(b.begin(), b.end())));
@@ -208,10 +208,10 @@ struct BadEvict : Cmd {
 void command_sequences(const Context& ctx) {
   Sut sut;
   sut.backend = ctx.backend;
-  sut.choice = *gen::model_choice(ctx.profile);
+  sut.choice = ctx.kv_types.empty() ? *gen::model_choice(ctx.profile) : *gen::model_choice_typed(ctx.profile, ctx.kv_types);
   sut.model = model_for(sut.choice);
   sut.engine = backend_for(ctx.backend, sut.model);
-  sut.session = std::make_unique<Session>(*sut.engine);
+  sut.session = std::make_unique<Session>(*sut.engine, sut.choice.kv);
   CacheModel initial;
   initial.budget = gen::state_budget_for(ctx.profile, sut.choice);
   const int max_cmds = static_cast<int>(ctx.profile.max_commands);

@@ -14,5 +14,6 @@ void add_e3_e4_properties(std::vector<PropertyDef>& v);       // props_e3_e4.cpp
 void add_error_properties(std::vector<PropertyDef>& v);       // props_errors.cpp
 void add_regression_properties(std::vector<PropertyDef>& v);  // props_regressions.cpp
 void add_stateful_properties(std::vector<PropertyDef>& v);    // props_stateful.cpp
+void add_kv_type_properties(std::vector<PropertyDef>& v);     // props_kv_types.cpp: after the others
 
 }  // namespace akv::prop
