@@ -291,7 +291,7 @@ class ExactAttention : public test::OpTableTest {};
 // block rescales l and acc by alpha < 1 (K4 step 3-5).
 check::AttnInput increasing_scores() {
   const int n = 640, d = 8;
-  check::AttnInput a = check::attn_input(n, d, 1.0f, check::Fam::kPlain, check::Fam::kPlain, 7);
+  check::AttnInput a = check::attn_input(n, d, 1.0f, check::Family::kPlain, check::Family::kPlain, 7);
   std::fill(a.q.begin(), a.q.end(), 0.0f);
   a.q[0] = 1.0f;
   for (int p = 0; p < n; ++p) a.k[static_cast<size_t>(p) * d] = static_cast<float>(p) / 64.0f;

@@ -33,7 +33,7 @@ std::vector<int> row_and_output_tiles() {
 
 std::vector<int> key_blocks() { return sorted_unique({cpu::kKeyBlock, cuda::kKvSplit}); }
 
-std::vector<int> reduction_lanes() { return sorted_unique({cpu::kLanes, cuda::kLanes}); }
+std::vector<int> reduction_lanes() { return sorted_unique({cpu::kLanes, cuda::kWarpLanes}); }
 
 std::vector<int> boundaries(const std::vector<int>& steps, std::initializer_list<int> multiples) {
   std::vector<int> out;

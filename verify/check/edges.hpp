@@ -17,7 +17,7 @@ std::vector<int> k_tiles();
 std::vector<int> row_and_output_tiles();
 /// The attention key blocks: cpu::kKeyBlock (K4) and cuda::kKvSplit (G5); ascending, unique.
 std::vector<int> key_blocks();
-/// The lane widths of the row reductions: cpu::kLanes (K1, K3) and cuda::kLanes (G3).
+/// The lane widths of the row reductions: cpu::kLanes (K1, K3) and cuda::kWarpLanes (G3).
 std::vector<int> reduction_lanes();
 
 /// For each step s and multiple m: s*m - 1, s*m and s*m + 1 (those >= 1), ascending, unique.

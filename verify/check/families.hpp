@@ -16,30 +16,30 @@ namespace akv::check {
 /// residue); wide dynamic range (m 2^e, e in [-40, 40]); near underflow (m 2^e,
 /// e in [-80, -61]: products of two are subnormal); deep underflow (m 2^e, e in [-149, -120]:
 /// the values themselves subnormal or nearly).
-enum class Fam { kPlain, kCancel, kRange, kTiny, kDeep };
-inline const char* fam_name(Fam f) {
+enum class Family { kPlain, kCancel, kRange, kTiny, kDeep };
+inline const char* family_name(Family f) {
   switch (f) {
-    case Fam::kPlain: return "plain";
-    case Fam::kCancel: return "cancel";
-    case Fam::kRange: return "range";
-    case Fam::kTiny: return "tiny";
-    case Fam::kDeep: return "deep";
+    case Family::kPlain: return "plain";
+    case Family::kCancel: return "cancel";
+    case Family::kRange: return "range";
+    case Family::kTiny: return "tiny";
+    case Family::kDeep: return "deep";
   }
   return "?";
 }
 
 /// n floats of family f from `seed`, times `scale` (plain and cancellation only).
-inline std::vector<float> fam_values(Fam f, size_t n, uint64_t seed, float scale = 1.0f) {
+inline std::vector<float> family_values(Family f, size_t n, uint64_t seed, float scale = 1.0f) {
   SplitMix64 g{seed * 0x9E3779B97F4A7C15ull + 0x51ED270B};
   std::vector<float> v(n);
   for (size_t i = 0; i < n; ++i) {
     const float m = g.uniform();  // [-1, 1)
     switch (f) {
-      case Fam::kPlain: v[i] = 2.0f * m * scale; break;
-      case Fam::kCancel: v[i] = (i % 2 == 1) ? -v[i - 1] * (1.0f + 1e-6f * m) : 4.0f * m * scale; break;
-      case Fam::kRange: v[i] = std::ldexp(m, static_cast<int>(g.next() % 81) - 40); break;
-      case Fam::kTiny: v[i] = std::ldexp(m, static_cast<int>(g.next() % 20) - 80); break;
-      case Fam::kDeep: v[i] = std::ldexp(m, static_cast<int>(g.next() % 30) - 149); break;
+      case Family::kPlain: v[i] = 2.0f * m * scale; break;
+      case Family::kCancel: v[i] = (i % 2 == 1) ? -v[i - 1] * (1.0f + 1e-6f * m) : 4.0f * m * scale; break;
+      case Family::kRange: v[i] = std::ldexp(m, static_cast<int>(g.next() % 81) - 40); break;
+      case Family::kTiny: v[i] = std::ldexp(m, static_cast<int>(g.next() % 20) - 80); break;
+      case Family::kDeep: v[i] = std::ldexp(m, static_cast<int>(g.next() % 30) - 149); break;
     }
   }
   return v;
@@ -71,7 +71,7 @@ inline std::vector<float> exact_square_rows(int rows, int n, uint64_t seed, cons
   return v;
 }
 
-inline rc::Gen<Fam> gen_fam() { return rc::gen::element(Fam::kPlain, Fam::kCancel, Fam::kRange, Fam::kTiny, Fam::kDeep); }
+inline rc::Gen<Family> gen_fam() { return rc::gen::element(Family::kPlain, Family::kCancel, Family::kRange, Family::kTiny, Family::kDeep); }
 
 /// A reduction length: mostly 1..300, one case in six long (2048..4096).
 inline rc::Gen<int> gen_length() {
@@ -86,20 +86,20 @@ struct AttnInput {
   int n = 1, d = 8;
   std::vector<float> q, k, v;
 };
-inline AttnInput attn_input(int n, int d, float q_scale, Fam kfam, Fam vfam, uint64_t seed) {
+inline AttnInput attn_input(int n, int d, float q_scale, Family kfam, Family vfam, uint64_t seed) {
   AttnInput a;
   a.n = n;
   a.d = d;
-  a.q = fam_values(Fam::kPlain, d, seed, q_scale);
-  a.k = fam_values(kfam, static_cast<size_t>(n) * d, seed + 1);
-  a.v = fam_values(vfam, static_cast<size_t>(n) * d, seed + 2);
+  a.q = family_values(Family::kPlain, d, seed, q_scale);
+  a.k = family_values(kfam, static_cast<size_t>(n) * d, seed + 1);
+  a.v = family_values(vfam, static_cast<size_t>(n) * d, seed + 2);
   return a;
 }
 /// The same from the RapidCheck stream: n from gen_length, d in {8, 16, 32, 64, 128}.
 inline AttnInput gen_attn_input() {
   const int n = *gen_length(), d = *rc::gen::element(8, 16, 32, 64, 128);
   const float qs = *rc::gen::element(0x1p-70f, 1.0f, 8.0f, 40.0f);
-  const Fam kf = *rc::gen::element(Fam::kPlain, Fam::kCancel), vf = *gen_fam();
+  const Family kf = *rc::gen::element(Family::kPlain, Family::kCancel), vf = *gen_fam();
   return attn_input(n, d, qs, kf, vf, *rc::gen::inRange<uint64_t>(0, 1u << 30));
 }
 

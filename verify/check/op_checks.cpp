@@ -25,7 +25,7 @@ std::string shape(int M, int n, int d) { return std::to_string(M) + "x" + std::t
 
 // Uniform floats in [lo, hi) from a seed.
 std::vector<float> uniform(size_t n, uint64_t seed, float lo, float hi) {
-  std::vector<float> v = fam_values(Fam::kPlain, n, seed);  // [-2, 2)
+  std::vector<float> v = family_values(Family::kPlain, n, seed);  // [-2, 2)
   for (float& x : v) x = lo + (x + 2.0f) * 0.25f * (hi - lo);
   return v;
 }
@@ -213,9 +213,9 @@ Report attention_long_within_b14_of_exact(const OpTable& t) {
   Report r;
   Closeness c;
   for (int n : {2048, 4100})
-    for (Fam vf : {Fam::kPlain, Fam::kCancel, Fam::kDeep}) {
-      const AttnInput a = attn_input(n, 8, 1.0f, Fam::kPlain, vf, static_cast<uint64_t>(n) + static_cast<int>(vf));
-      r.same(attention_vs_exact(t, a, &c), std::to_string(n) + " keys, values " + fam_name(vf));
+    for (Family vf : {Family::kPlain, Family::kCancel, Family::kDeep}) {
+      const AttnInput a = attn_input(n, 8, 1.0f, Family::kPlain, vf, static_cast<uint64_t>(n) + static_cast<int>(vf));
+      r.same(attention_vs_exact(t, a, &c), std::to_string(n) + " keys, values " + family_name(vf));
     }
   r.expect(c.nonzero > 0, "every error is 0: the case is exact and checks no rounding");
   r.observed.push_back({"B14 long, " + t.label + " vs exact", c});

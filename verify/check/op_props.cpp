@@ -107,7 +107,7 @@ uint64_t gen_seed() { return *rc::gen::inRange<uint64_t>(0, 1u << 20); }
 // matmul. Keeps a prefill chunk of a wide layer affordable (a count is cut, never the width).
 constexpr long long kRowBudget = 1ll << 22, kMatmulBudget = 1ll << 24;
 
-Vec values(size_t count, uint64_t seed, Fam f) { return fam_values(f, count, seed); }
+Vec values(size_t count, uint64_t seed, Family f) { return family_values(f, count, seed); }
 
 // q, k and v of a's shape, drawn.
 void attn_values(Attn& a) {
@@ -116,9 +116,9 @@ void attn_values(Attn& a) {
   // hundreds so that exps underflow (8, 40).
   const float qs = *rc::gen::element(1.0f, 4.0f, 0x1p-70f, 8.0f, 40.0f);
   const size_t n = static_cast<size_t>(a.pos0 + a.M);
-  a.q = fam_values(Fam::kPlain, static_cast<size_t>(a.M) * a.qd(), seed, qs);
-  a.k = fam_values(*rc::gen::element(Fam::kPlain, Fam::kCancel), n * a.kvd(), seed + 1);
-  a.v = fam_values(*gen_fam(), n * a.kvd(), seed + 2);
+  a.q = family_values(Family::kPlain, static_cast<size_t>(a.M) * a.qd(), seed, qs);
+  a.k = family_values(*rc::gen::element(Family::kPlain, Family::kCancel), n * a.kvd(), seed + 1);
+  a.v = family_values(*gen_fam(), n * a.kvd(), seed + 2);
 }
 
 // M to max_m: past 16 drawn as the row checks draw it (boundaries, the cpu kernels' items of 16).
@@ -201,9 +201,9 @@ MatCase gen_mat(int min_m, bool big = false) {
   c.d = *rc::gen::inRange(1, big ? 257 : 41);
   if (!big) c.d = cap_rows(c.d, static_cast<long long>(c.M) * c.n, kMatmulBudget);
   const uint64_t seed = gen_seed();
-  const Fam f = *gen_fam();
+  const Family f = *gen_fam();
   c.X = values(static_cast<size_t>(c.M) * c.n, seed, f);
-  c.W = values(static_cast<size_t>(c.d) * c.n, seed + 1, *rc::gen::element(Fam::kPlain, f));
+  c.W = values(static_cast<size_t>(c.d) * c.n, seed + 1, *rc::gen::element(Family::kPlain, f));
   note_op_case({{"op", "matmul"}, {"M", c.M}, {"n", c.n}, {"d", c.d}, {"X", c.X}, {"W", c.W}},
                "M=" + std::to_string(c.M) + " n=" + std::to_string(c.n) + " d=" + std::to_string(c.d));
   return c;
@@ -228,7 +228,7 @@ void matmul_rows(const OpTable& t) {
   GATE_SAME(diff(all, static_cast<size_t>(i) * c.d, alone, 0, c.d, "row " + std::to_string(i) + " of M=" + std::to_string(c.M) + " vs the row alone (M=1)"));
   // The same row among other rows (another batch): M2 rows, row i at j.
   const int M2 = cap_rows(gen_rows_m(1), static_cast<long long>(c.n) * c.d, kMatmulBudget), j = *rc::gen::inRange(0, M2);
-  Vec X2 = values(static_cast<size_t>(M2) * c.n, gen_seed(), Fam::kPlain);
+  Vec X2 = values(static_cast<size_t>(M2) * c.n, gen_seed(), Family::kPlain);
   std::copy(row.begin(), row.end(), X2.begin() + static_cast<ptrdiff_t>(j) * c.n);
   json noted = noted_case();  // the counterexample file holds the other batch too
   noted["other"] = {{"row", i}, {"M", M2}, {"j", j}, {"X", X2}};
@@ -264,7 +264,7 @@ void matmul_scratch(const OpTable& t) {
   const OpSet& s = *t.set;
   const MatCase c = gen_mat(1);
   const Weight W(s, c.W, c.d, c.n);
-  const Vec other = values(static_cast<size_t>(c.M) * c.n, gen_seed() + 7, Fam::kRange);
+  const Vec other = values(static_cast<size_t>(c.M) * c.n, gen_seed() + 7, Family::kRange);
   scratch_variants(s, AKV_OP_MATMUL, c.M, c.n, c.d, [&](Vec& sc) { return matmul(s, c.X, c.M, W, c.n, c.d, kNaN, &sc); }, "matmul");
   // Scratch left by a call on other inputs: a stale read shows as a difference.
   Vec sc = scratch(s, AKV_OP_MATMUL, c.M, c.n, c.d);
@@ -297,10 +297,10 @@ void matmul_bound(const OpTable& t) {
 // within 2 B1 of the reference's; scores dot * 1/sqrt(n) within 2 B4 of the reference's (M9).
 // Every family, n up to 4096 (gen_length).
 void matmul_reference(const OpTable& t) {
-  const Fam f = *gen_fam();
+  const Family f = *gen_fam();
   const int n = *gen_length(), d = *rc::gen::inRange(1, 41), M = *rc::gen::inRange(1, 4);
   const uint64_t seed = gen_seed();
-  const Vec X = fam_values(f, static_cast<size_t>(M) * n, seed), W = fam_values(f, static_cast<size_t>(d) * n, seed + 1);
+  const Vec X = family_values(f, static_cast<size_t>(M) * n, seed), W = family_values(f, static_cast<size_t>(d) * n, seed + 1);
   note_op_case({{"op", "matmul"}, {"M", M}, {"n", n}, {"d", d}, {"X", X}, {"W", W}},
                "M=" + std::to_string(M) + " n=" + std::to_string(n) + " d=" + std::to_string(d));
   Vec Y(static_cast<size_t>(M) * d, kNaN), Rf(Y.size(), kNaN);
@@ -330,7 +330,7 @@ void rmsnorm_rows(const OpTable& t) {
   const OpSet& s = *t.set;
   const int n = gen_width(), M = std::max(2, cap_rows(gen_rows_m(2), n, kRowBudget)), i = *rc::gen::inRange(0, M);
   const uint64_t seed = gen_seed();
-  const Vec x = values(static_cast<size_t>(M) * n, seed, *gen_fam()), w = values(n, seed + 1, Fam::kPlain);
+  const Vec x = values(static_cast<size_t>(M) * n, seed, *gen_fam()), w = values(n, seed + 1, Family::kPlain);
   note_op_case({{"op", "rmsnorm"}, {"M", M}, {"n", n}, {"x", x}, {"w", w}}, "M=" + std::to_string(M) + " n=" + std::to_string(n));
   const akv_kernels& k = s.ops();
   Vec all(x.size(), kNaN), alone(n, kNaN);
@@ -343,7 +343,7 @@ void rmsnorm_threads(const OpTable& t) {
   const OpSet& s = *t.set;
   const int n = gen_width(), M = cap_rows(*rc::gen::inRange(1, 65), n, kRowBudget);
   const uint64_t seed = gen_seed();
-  const Vec x = values(static_cast<size_t>(M) * n, seed, *gen_fam()), w = values(n, seed + 1, Fam::kPlain);
+  const Vec x = values(static_cast<size_t>(M) * n, seed, *gen_fam()), w = values(n, seed + 1, Family::kPlain);
   note_op_case({{"op", "rmsnorm"}, {"M", M}, {"n", n}, {"x", x}, {"w", w}}, "M=" + std::to_string(M) + " n=" + std::to_string(n));
   const akv_kernels& k = s.ops();
   at_threads(s, [&] {
@@ -360,7 +360,7 @@ void rmsnorm_bound(const OpTable& t) {
   const int width = n > 0 ? n : gen_width();
   const float eps = *rc::gen::element(1e-5f, 1e-6f);
   const uint64_t seed = gen_seed();
-  const Vec x = values(width, seed, *gen_fam()), w = values(width, seed + 1, Fam::kPlain);
+  const Vec x = values(width, seed, *gen_fam()), w = values(width, seed + 1, Family::kPlain);
   note_op_case({{"op", "rmsnorm"}, {"M", 1}, {"n", width}, {"eps", eps}, {"x", x}, {"w", w}}, "M=1 n=" + std::to_string(width));
   Vec y(width, kNaN), r(width, kNaN);
   t.rmsnorm(y.data(), x.data(), w.data(), 1, width, eps);
@@ -387,7 +387,7 @@ void rmsnorm_exact(const OpTable& t) {
   for (int r = 0; r < M; ++r) e[r] = spread ? (e0 + 46 + r * 37) % 81 - 40 : e0 - r % 7;
   const uint64_t seed = gen_seed();
   const float eps = *rc::gen::element(1e-5f, 1e-6f);
-  const Vec x = exact_square_rows(M, n, seed, e), w = values(n, seed + 1, Fam::kPlain);
+  const Vec x = exact_square_rows(M, n, seed, e), w = values(n, seed + 1, Family::kPlain);
   note_op_case({{"op", "rmsnorm"}, {"M", M}, {"n", n}, {"eps", eps}, {"x", x}, {"w", w}},
                "M=" + std::to_string(M) + " n=" + std::to_string(n));
   Vec y(x.size(), kNaN), r(x.size(), kNaN);
@@ -400,11 +400,11 @@ void rmsnorm_exact(const OpTable& t) {
 // reference's (vocab to 64).
 void logits_reference(const OpTable& t) {
   const OpTable& R = reference_ops();
-  const Fam f = *gen_fam();
+  const Family f = *gen_fam();
   const int n = *gen_length(), vocab = *rc::gen::inRange(1, 65);
   const uint64_t seed = gen_seed();
-  const Vec x = fam_values(f, n, seed), wn = fam_values(Fam::kPlain, n, seed + 1),
-            W = fam_values(Fam::kPlain, static_cast<size_t>(vocab) * n, seed + 2);
+  const Vec x = family_values(f, n, seed), wn = family_values(Family::kPlain, n, seed + 1),
+            W = family_values(Family::kPlain, static_cast<size_t>(vocab) * n, seed + 2);
   note_op_case({{"op", "rmsnorm+matmul"}, {"n", n}, {"vocab", vocab}, {"x", x}, {"norm_w", wn}, {"W", W}},
                "n=" + std::to_string(n) + " vocab=" + std::to_string(vocab));
   Vec y(n, kNaN), L(vocab, kNaN), yr(n, kNaN), Lr(vocab, kNaN);
@@ -483,7 +483,7 @@ Elem gen_elem(const char* op) {
   e.n = gen_width();  // a pick, then the value: shrinks to n = 1
   const uint64_t seed = gen_seed();
   // SwiGLU's gate up to +-100 (where exp(-g) overflows) and in the ordinary range.
-  e.a = fam_values(*rc::gen::element(Fam::kPlain, *gen_fam()), e.n, seed, *rc::gen::element(1.0f, 10.0f, 20.0f, 60.0f, 100.0f));
+  e.a = family_values(*rc::gen::element(Family::kPlain, *gen_fam()), e.n, seed, *rc::gen::element(1.0f, 10.0f, 20.0f, 60.0f, 100.0f));
   e.b = values(e.n, seed + 1, *gen_fam());
   note_op_case({{"op", op}, {"n", e.n}, {"a", e.a}, {"b", e.b}}, "n=" + std::to_string(e.n));
   return e;

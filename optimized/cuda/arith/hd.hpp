@@ -9,7 +9,7 @@
 namespace akv::cuda {
 
 /// Lanes of the RMSNorm sum-of-squares tree (G3): one warp.
-inline constexpr int kLanes = 32;
+inline constexpr int kWarpLanes = 32;
 
 /// Keys per attention split (G5). Fixed, and splits start at absolute position 0, so a
 /// token's splits depend only on its position, never on the call's length or the batch.

@@ -6,17 +6,17 @@
 
 namespace akv::cuda {
 
-/// Lane `lane`'s partial sum of squares of x (n,): fma chain over j = lane, lane + kLanes, ...
+/// Lane `lane`'s partial sum of squares of x (n,): fma chain over j = lane, lane + kWarpLanes, ...
 AKV_HD inline float rms_lane_partial(const float* x, int n, int lane) {
   float s = 0.0f;
-  for (int j = lane; j < n; j += kLanes) s = fmaf(x[j], x[j], s);
+  for (int j = lane; j < n; j += kWarpLanes) s = fmaf(x[j], x[j], s);
   return s;
 }
 
-/// Sums p (kLanes,) by the fixed tree: for s = 16, 8, 4, 2, 1: p[t] = p[t] + p[t+s], t < s.
+/// Sums p (kWarpLanes,) by the fixed tree: for s = 16, 8, 4, 2, 1: p[t] = p[t] + p[t+s], t < s.
 /// Overwrites p; returns p[0]. The same tree as a warp's shfl_down butterfly.
 AKV_HD inline float tree_sum32(float* p) {
-  for (int s = kLanes / 2; s >= 1; s /= 2)
+  for (int s = kWarpLanes / 2; s >= 1; s /= 2)
     for (int t = 0; t < s; ++t) p[t] = p[t] + p[t + s];
   return p[0];
 }
@@ -28,8 +28,8 @@ AKV_HD inline float rms_inv(float ss, int n, float eps) {
 
 /// The sum of squares of x (n,) in G3's order: the 32 lane partials, then the tree.
 AKV_HD inline float rms_sumsq(const float* x, int n) {
-  float p[kLanes];
-  for (int t = 0; t < kLanes; ++t) p[t] = rms_lane_partial(x, n, t);
+  float p[kWarpLanes];
+  for (int t = 0; t < kWarpLanes; ++t) p[t] = rms_lane_partial(x, n, t);
   return tree_sum32(p);
 }
 

@@ -173,7 +173,7 @@ void attention_rows(float* out, const float* q, const float* k, const float* v, 
   // exact size. The bits were right (G10), which points to a vector read whose extra lanes go
   // unused. The slack keeps every such read inside the allocation (docs/cuda.md).
   const size_t alpha_bytes = (static_cast<size_t>(max_splits + 3) / 4 + 1) * 4 * sizeof(float);
-  attn_merge_kernel<<<M * n_heads, kLanes, alpha_bytes, s>>>(out, pos0, pos_dev, n_heads, head_dim, max_splits, pm, pl,
+  attn_merge_kernel<<<M * n_heads, kWarpLanes, alpha_bytes, s>>>(out, pos0, pos_dev, n_heads, head_dim, max_splits, pm, pl,
                                                              po);
   check(cudaGetLastError(), "attention merge");
 }

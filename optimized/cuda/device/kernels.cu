@@ -20,7 +20,7 @@ unsigned blocks_for(size_t n, unsigned threads) { return static_cast<unsigned>((
 
 // G3. One warp per row: lane partials, the tree on lane 0 (the same tree_sum32 as the host).
 __global__ void rmsnorm_kernel(float* out, const float* x, const float* w, int n, float eps) {
-  __shared__ float part[kLanes];
+  __shared__ float part[kWarpLanes];
   __shared__ float inv;
   const int t = threadIdx.x;
   const float* xr = x + static_cast<size_t>(blockIdx.x) * n;
@@ -29,7 +29,7 @@ __global__ void rmsnorm_kernel(float* out, const float* x, const float* w, int n
   __syncthreads();
   if (t == 0) inv = rms_inv(tree_sum32(part), n, eps);
   __syncthreads();
-  for (int j = t; j < n; j += kLanes) o[j] = rms_apply(xr[j], inv, w[j]);
+  for (int j = t; j < n; j += kWarpLanes) o[j] = rms_apply(xr[j], inv, w[j]);
 }
 
 // G4. One thread per (row, head, pair).
@@ -77,7 +77,7 @@ __global__ void fill_kernel(float* p, size_t n, float value) {
 }  // namespace
 
 void rmsnorm_rows(float* out, const float* x, const float* w, int M, int n, float eps, cudaStream_t s) {
-  rmsnorm_kernel<<<M, kLanes, 0, s>>>(out, x, w, n, eps);
+  rmsnorm_kernel<<<M, kWarpLanes, 0, s>>>(out, x, w, n, eps);
   check(cudaGetLastError(), "rmsnorm");
 }
 
