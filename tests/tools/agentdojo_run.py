@@ -245,6 +245,8 @@ def compare(guard, never):
         ge, ne = g[k], n[k]
         key = task_of(ge)
         d = per.setdefault(key[0], {"turns": 0, "after_eviction": 0, "equal": 0, "guarded": 0, "withheld": 0})
+        if key[1] == 0:  # a task's first turn: a new run of it (the same prompt comes once per injection task)
+            evicted_seen[key[0]] = False
         guarded = json.loads(ge["headers"].get("x-akv-guarded-messages", "[]"))
         d["turns"] += 1
         d["guarded"] += len(guarded)
@@ -375,7 +377,8 @@ def markdown(s):
     out += ["", f"**Guard against never shown: {g['turns_equal']} of {g['turns_compared']} model turns bit-equal** "
             f"(choices bytes, tool-call ids included, usage tokens, cache and logits digests in body and headers); "
             f"{g['turns_after_eviction']} turns at or after an eviction, {g['guarded_messages']} tool results guarded "
-            f"(summed over turns). Differences: {'; '.join(g['differences']) or 'none'}.", "",
+            f"(summed over turns). Differences: {'; '.join(g['differences']) or 'none'}."
+            + (f" Note: {g['note']}." if g.get("note") else ""), "",
             "| task (user prompt) | turns | at or after an eviction | equal |", "|---|---|---|---|"]
     for t in g["per_task"]:
         out.append(f"| {t['user_prompt'][:70]} | {t['turns']} | {t['after_eviction']} | {t['equal']} |")

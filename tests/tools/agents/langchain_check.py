@@ -54,12 +54,13 @@ def bind_tools():
 
 
 def agent_loop():
-    # create_agent sends tool_choice auto; the 135M model calls more reliably when the first turn
-    # requires a call, and answers in text when the last has none (a documented middleware hook).
+    # create_agent sends tool_choice auto; the small models call more reliably when the first turn
+    # requires one call, and answer in text when the last has none (a documented middleware hook).
     @wrap_model_call
     def first_turn_calls(request, handler):
         answered = any(isinstance(m, ToolMessage) for m in request.messages)
-        return handler(request.override(tool_choice="none" if answered else "required"))
+        return handler(request.override(tool_choice="none" if answered else "required",
+                                        model_settings={**request.model_settings, "parallel_tool_calls": False}))
 
     RAN.clear()
     agent = create_agent(llm(), tools=[get_weather], middleware=[first_turn_calls], system_prompt=SYSTEM)
