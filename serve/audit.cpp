@@ -102,7 +102,9 @@ std::string check_line(const json& j, std::map<std::string, std::unique_ptr<Engi
   const std::string body = str(j, "request_body");
   if (sha256_hex(body) != field(j, "request_sha256"))
     return "the request's SHA-256 is not the logged one";
-  json req = model::parse_json_limited(body, kConversationJson, {ErrorCode::kBadInput, "request_body"});
+  model::parse_json_limited(body, kConversationJson, {ErrorCode::kBadInput, "request_body"});  // bounded first
+  // Kept in the body's key order: tools and schemas are rendered and compiled in it (CT14, SV14).
+  nlohmann::ordered_json req = nlohmann::ordered_json::parse(body);
   const json& m = field(j, "model");
   const std::string model = override_model.empty() ? field(m, "name").get<std::string>() : override_model;
   const uint64_t seed = m.contains("seed") && m["seed"].is_number_unsigned() ? m["seed"].get<uint64_t>() : 1;
@@ -150,7 +152,7 @@ std::string check_line(const json& j, std::map<std::string, std::unique_ptr<Engi
   }
   // The request as the engine ran it: without the messages an earlier eviction flagged (the
   // regex guard's own drops are recomputed by the replay's guard, and compared).
-  json msgs = json::array();
+  nlohmann::ordered_json msgs = nlohmann::ordered_json::array();
   std::vector<size_t> original;  // replayed message index -> the logged request's index
   for (size_t i = 0; i < req["messages"].size(); ++i)
     if (!dropped.count(i) || (guarded.count(i) && !command)) {

@@ -136,9 +136,21 @@ Rendered render_without(const ChatEncoder& enc, const Conversation& conv, const 
 // call them, and the template has a tool syntax.
 bool tools_active(const ChatRequest& q) { return !q.conv.tools.empty() && q.tool_choice != ToolChoice::kNone; }
 
-// The reply as a message (SV15): content outside the calls, the calls with their ids (the
-// SHA-256 of the request's bytes and the call's index: a function of the request, never copied
-// from the history), and the finish reason tool_calls when a reply that ended with calls.
+// The id of a reply's call i (SV15): the SHA-256 of what the model read and wrote (the cache
+// and logits digests, the generated tokens) and i. Not of the request's bytes: a request that
+// holds a dropped message (a flag, the guard: SV3, SV7) must get the ids of the cold reply to
+// the request without it, since a host sends them back and the template renders them.
+std::string call_id(const Reply& r, size_t i) {
+  Sha256 h;
+  const std::string head = "akv call id 1\n" + r.stats.cache_sha256 + "\n" + r.stats.logits_sha256 + "\n" + std::to_string(i) + "\n";
+  h.add(head.data(), head.size());
+  h.add(r.tokens.data(), r.tokens.size() * sizeof(Token));
+  return "call_" + h.hex().substr(0, 24);
+}
+
+// The reply as a message (SV15): content outside the calls, the calls with their ids (call_id:
+// a function of the request, never copied from the history), and the finish reason tool_calls
+// when a reply that ended with calls.
 void read_reply(const ChatRequest& q, const ChatEncoder& enc, Reply& r) {
   const ToolSyntax syntax = tools_active(q) ? enc.tool_syntax() : ToolSyntax::kNone;
   if (syntax == ToolSyntax::kNone) {
@@ -151,7 +163,7 @@ void read_reply(const ChatRequest& q, const ChatEncoder& enc, Reply& r) {
   r.has_content = p.has_content;
   r.call_errors = std::move(p.errors);
   for (size_t i = 0; i < p.calls.size(); ++i)
-    r.calls.push_back({"call_" + sha256_hex(q.body + "\ncall " + std::to_string(i)).substr(0, 24), p.calls[i].name, p.calls[i].arguments});
+    r.calls.push_back({call_id(r, i), p.calls[i].name, p.calls[i].arguments});
   if (!r.calls.empty() && r.finish_reason == "stop") r.finish_reason = "tool_calls";
 }
 

@@ -2,6 +2,7 @@
 // reordered or edited line is found and named, and a line whose dropped or guarded messages
 // were emptied fails, signed or not.
 #include <gtest/gtest.h>
+#include <httplib.h>
 #include <nlohmann/json.hpp>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
@@ -142,6 +143,37 @@ TEST(SV9_Binding, EmptyingTheDroppedOrTheGuardedMessagesOfALineFailsIt) {
     ASSERT_EQ(r.lines.size(), 1u);
     EXPECT_NE(r.lines[0].why.find("message 2 is listed as"), std::string::npos) << emptied << ": " << r.lines[0].why;
   }
+  fs::remove(log);
+}
+
+TEST(SV9_Replay, ARequestIsReplayedInItsOwnKeyOrder) {
+  // Tool definitions and schemas are rendered and compiled in the request's key order (CT14,
+  // SV14), so the replay must run the logged bytes' order, not a re-serialisation's (sorted
+  // keys: another prompt, another grammar). The bodies are sent as raw text, keys unsorted.
+  const fs::path log = temp("key_order.jsonl");
+  fs::remove(log);
+  serve::ServerOptions so;
+  so.audit_log = log.string();
+  const std::string tools = R"({"messages": [{"role": "user", "content": "Weather in Bern?"}], "max_tokens": 40,
+    "tools": [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", "required": ["city"],
+    "properties": {"city": {"type": "string", "enum": ["Bern", "Oslo"]}}, "additionalProperties": false}}}], "tool_choice": "required"})";
+  const std::string schema = R"({"messages": [{"role": "user", "content": "Rate it."}], "max_tokens": 40,
+    "response_format": {"type": "json_schema", "json_schema": {"name": "r", "strict": true, "schema": {"type": "object",
+    "required": ["score", "good"], "properties": {"score": {"type": "integer", "minimum": 0, "maximum": 9}, "good": {"type": "boolean"}},
+    "additionalProperties": false}}}})";
+  {
+    TestServer s({}, so);
+    httplib::Client c = s.client();
+    for (const std::string& body : {tools, schema}) {
+      auto r = c.Post("/v1/chat/completions", body, "application/json");
+      ASSERT_TRUE(r);
+      ASSERT_EQ(r->status, 200) << r->body;
+    }
+  }
+  const serve::AuditReport r = serve::replay_audit_log(log.string());
+  for (const auto& l : r.lines) EXPECT_TRUE(l.reproduced) << "line " << l.line << ": " << l.why.substr(0, 300);
+  EXPECT_EQ(r.reproduced(), 2u);
+  EXPECT_TRUE(r.passed());
   fs::remove(log);
 }
 

@@ -502,9 +502,9 @@ def check_agent(ctx):
     need(call.function.name == "get_balance" and args.get("account") in ("checking", "savings") and set(args) == {"account"},
          f"the call {call.function.name}({call.function.arguments}) is not valid under the tool's parameters")
     streamed = accumulate_calls(ctx.warm.stream(req, fresh("agent"), **kw))
-    # The ids differ (each is a function of its request's bytes, and one says stream): not the call.
-    need([(c["name"], c["arguments"]) for c in streamed] == [(call.function.name, call.function.arguments)]
-         and streamed[0]["id"].startswith("call_"), f"the streamed calls {streamed} differ from the plain reply's")
+    # The ids too: each is a function of what the model read and wrote (SV15), the same streamed.
+    need([(c["id"], c["name"], c["arguments"]) for c in streamed] == [(call.id, call.function.name, call.function.arguments)],
+         f"the streamed calls {streamed} differ from the plain reply's")
     turn = req + [ch.message.model_dump(exclude_none=True),
                   {"role": "tool", "tool_call_id": call.id, "content": '{"balance": "1,204.50 EUR"}'}]
     _, warm, _ = ctx.warm.ask(turn, sid, tools=[BALANCE_TOOL], max_tokens=8)
@@ -518,7 +518,7 @@ def check_agent(ctx):
     need(len(fcs) == 1 and fcs[0].name == "get_balance" and json.loads(fcs[0].arguments).get("account") in ("checking", "savings"),
          f"responses.create: output {resp.output}")
     return (f"tool_choice required: get_balance({call.function.arguments}), finish tool_calls; streamed deltas accumulate to the "
-            f"same call; after the tool's result the answer = cold; responses.create: function_call get_balance({fcs[0].arguments})")
+            f"same call, its id too; after the tool's result the answer = cold; responses.create: function_call get_balance({fcs[0].arguments})")
 
 
 def check_load(ctx):
