@@ -44,7 +44,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from agents_check import SERVERS, Server, SetupError  # noqa: E402
+from agents_check import SERVERS, Server, SetupError
 
 MODES = ["clean", "attack", "guard", "never-shown"]
 

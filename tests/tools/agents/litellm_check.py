@@ -4,11 +4,11 @@ import json
 import os
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no fetch of the price list (offline)
-import litellm  # noqa: E402
+import litellm
 
 litellm.suppress_debug_info = True  # its banner for a model missing from its price list
 
-from agents_common import HEX64, QUESTION, SYSTEM, args, check, finish, logged_reply, need, weather  # noqa: E402
+from agents_common import HEX64, QUESTION, SYSTEM, args, check, finish, logged_reply, need, weather
 
 A = args()
 TOOLS = [{"type": "function", "function": {"name": "get_weather", "description": "Get the current weather in a city.",
