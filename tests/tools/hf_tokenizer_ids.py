@@ -137,10 +137,8 @@ def call_text(tc):
     f = tc["function"]
     args = f.get("arguments")
     args = "" if args is None else args if isinstance(args, str) else json.dumps(args, separators=(",", ":"))
-    s = '{"name": ' + json_string(f["name"]) + ', "arguments": ' + (args if is_json(args) else json_string(args))
-    if tc.get("id"):
-        s += ', "id": ' + json_string(tc["id"])
-    return s + "}"
+    # The call's id is not rendered (CT2: the model would copy it from the history; listed as ignored).
+    return '{"name": ' + json_string(f["name"]) + ', "arguments": ' + (args if is_json(args) else json_string(args)) + "}"
 
 
 def message_text(m):
