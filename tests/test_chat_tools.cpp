@@ -142,13 +142,15 @@ Sunny.<|im_end|>
 
 TEST(CT14_Tools, Llama3RendersThemInTheFirstUserMessageAsItsTemplateDoes) {
   const Conversation c = parse_conversation(kToolsConv);
-  EXPECT_EQ(whole(model::render_turns(model::TurnTemplate::kLlama3, c)), R"akv(<|begin_of_text|><|start_header_id|>system<|end_header_id|>
+    // The two renderings differ only in the system turn's text (none without a system message).
+  const std::string kHead = R"akv(<|begin_of_text|><|start_header_id|>system<|end_header_id|>
 
 Environment: ipython
 Cutting Knowledge Date: December 2023
 Today Date: 26 Jul 2024
 
-Be brief.<|eot_id|><|start_header_id|>user<|end_header_id|>
+)akv";
+  const std::string kRest = R"akv(<|start_header_id|>user<|end_header_id|>
 
 Given the following functions, please respond with a JSON for a function call with its proper arguments that best answers the given prompt.
 
@@ -194,60 +196,9 @@ Weather in Zürich?<|eot_id|><|start_header_id|>assistant<|end_header_id|>
 
 "sunny"<|eot_id|><|start_header_id|>assistant<|end_header_id|>
 
-Sunny.<|eot_id|>)akv");
-  EXPECT_EQ(whole(model::render_turns(model::TurnTemplate::kLlama3, without_system(c))), R"akv(<|begin_of_text|><|start_header_id|>system<|end_header_id|>
-
-Environment: ipython
-Cutting Knowledge Date: December 2023
-Today Date: 26 Jul 2024
-
-<|eot_id|><|start_header_id|>user<|end_header_id|>
-
-Given the following functions, please respond with a JSON for a function call with its proper arguments that best answers the given prompt.
-
-Respond in the format {"name": function name, "parameters": dictionary of argument name and its value}.Do not use variables.
-
-{
-    "type": "function",
-    "function": {
-        "name": "get_weather",
-        "description": "Weather now",
-        "parameters": {
-            "type": "object",
-            "properties": {
-                "city": {
-                    "type": "string"
-                },
-                "days": {
-                    "type": "integer",
-                    "minimum": 1
-                }
-            },
-            "required": [
-                "city"
-            ]
-        }
-    }
-}
-
-{
-    "type": "function",
-    "function": {
-        "name": "noop",
-        "parameters": {
-            "type": "object",
-            "properties": {}
-        }
-    }
-}
-
-Weather in Zürich?<|eot_id|><|start_header_id|>assistant<|end_header_id|>
-
-{"name": "get_weather", "parameters": {"city": "Zürich", "days": 2}}<|eot_id|><|start_header_id|>ipython<|end_header_id|>
-
-"sunny"<|eot_id|><|start_header_id|>assistant<|end_header_id|>
-
-Sunny.<|eot_id|>)akv");
+Sunny.<|eot_id|>)akv";
+  EXPECT_EQ(whole(model::render_turns(model::TurnTemplate::kLlama3, c)), kHead + "Be brief.<|eot_id|>" + kRest);
+  EXPECT_EQ(whole(model::render_turns(model::TurnTemplate::kLlama3, without_system(c))), kHead + "<|eot_id|>" + kRest);
   // No user message after the system one: the template raises; akv refuses, naming why.
   Conversation only = c;
   only.messages.resize(1);
