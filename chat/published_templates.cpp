@@ -19,6 +19,7 @@ const std::vector<PublishedTemplate>& published_templates() {
        model::TurnTemplate::kLlama3},
       {"microsoft/Phi-3-mini (ggml-vocab-phi-3.gguf)", "268b6082ceb7176dc6ed80557a2f7837f9f0339592fbee677d405a553af15f88",
        model::TurnTemplate::kPhi3},
+      {"Qwen/Qwen3-0.6B", "87a2728cb8dc9fe424d624542f6060ec05a1d285ebbec578bb078900e33396b5", model::TurnTemplate::kQwen3},
   };
   return t;
 }

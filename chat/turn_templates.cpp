@@ -107,6 +107,102 @@ TurnRendering render_qwen25(const Conversation& c) {
   return std::move(rd.r);
 }
 
+// Python's str.lstrip('\n') / rstrip('\n') (the Qwen3 template's reasoning handling, CT16).
+std::string_view lstrip_newlines(std::string_view s) {
+  while (!s.empty() && s.front() == '\n') s.remove_prefix(1);
+  return s;
+}
+std::string_view rstrip_newlines(std::string_view s) {
+  while (!s.empty() && s.back() == '\n') s.remove_suffix(1);
+  return s;
+}
+
+// Qwen3's template (CT16): ChatML turns like Qwen2.5's, no default system turn, and an
+// assistant's reasoning (`<think>...</think>` in its content) kept only after the last user query.
+TurnRendering render_qwen3(const Conversation& c) {
+  Renderer rd(c, "qwen3");
+  const size_t n = c.messages.size();
+  const auto block = [](const std::string& body) {
+    return Pieces{special("<|im_start|>"), text(body), special("<|im_end|>"), text("\n")};
+  };
+  const bool system0 = n > 0 && rd.role_is(0, "system");
+  if (!c.tools.empty()) {
+    // The tool block opens the system turn, after the system message's content and a blank line.
+    const std::string tools(lstrip_newlines(chat::hermes_tools_text(c.tools)));
+    if (system0)
+      rd.r.messages[0] = block("system\n" + c.messages[0].content + "\n\n" + tools);
+    else
+      rd.r.preamble = block("system\n" + tools);
+  } else if (system0) {
+    rd.r.messages[0] = block("system\n" + c.messages[0].content);
+  }
+  if (system0) {
+    rd.ignore_ids(0, true);
+    rd.refuse_lossy(0);
+  }
+  // The last user message that is not a tool response wrapped by hand: reasoning after it is kept.
+  size_t last_query = n == 0 ? 0 : n - 1;
+  for (size_t k = n; k-- > 0;) {
+    const std::string& t = c.messages[k].content;
+    if (rd.role_is(k, "user") && !(t.starts_with("<tool_response>") && t.ends_with("</tool_response>"))) {
+      last_query = k;
+      break;
+    }
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (rd.is_raw(i) || (i == 0 && system0)) continue;
+    const Message& m = c.messages[i];
+    Pieces& p = rd.r.messages[i];
+    rd.refuse_lossy(i);
+    rd.ignore_ids(i, true);
+    if (m.role == "user" || m.role == "system") {
+      p = block(m.role + "\n" + m.content);
+    } else if (m.role == "assistant") {
+      std::string_view content = m.content, reasoning;
+      bool dropped = false;  // text of the content the template does not print
+      if (const size_t close = content.find("</think>"); close != std::string_view::npos) {
+        std::string_view before = rstrip_newlines(content.substr(0, close));
+        if (const size_t open = before.rfind("<think>"); open != std::string_view::npos) {
+          dropped = open > 0;
+          before.remove_prefix(open + 7);
+        }
+        reasoning = lstrip_newlines(before);
+        dropped = dropped || content.rfind("</think>") != close;
+        content = lstrip_newlines(content.substr(content.rfind("</think>") + 8));
+      }
+      std::string body = "assistant\n";
+      if (i > last_query && (i + 1 == n || !reasoning.empty())) {
+        body += "<think>\n" + std::string(lstrip_newlines(rstrip_newlines(reasoning))) + "\n</think>\n\n" +
+                std::string(lstrip_newlines(content));
+      } else {
+        body += content;
+        dropped = dropped || !reasoning.empty();  // reasoning before the last user query
+      }
+      // What the template drops by design is listed (CT6), never dropped silently.
+      if (dropped) rd.r.ignored.push_back("messages[" + std::to_string(i) + "].content (reasoning)");
+      for (size_t j = 0; j < m.tool_calls.size(); ++j) {
+        const ToolCall& call = m.tool_calls[j];
+        if (j > 0 || !content.empty()) body += "\n";
+        // Arguments that are not JSON reach the template as a string, which it prints as is.
+        const std::string args =
+            nlohmann::json::accept(call.arguments) ? tojson_arguments(rd, i, call.arguments) : call.arguments;
+        body += "<tool_call>\n{\"name\": \"" + call.name + "\", \"arguments\": " + args + "}\n</tool_call>";
+      }
+      p = block(body);
+    } else if (m.role == "tool") {
+      if (i == 0 || !rd.role_is(i - 1, "tool")) p.push_back(special("<|im_start|>"));
+      p.push_back(text((p.empty() ? "" : "user") + std::string("\n<tool_response>\n") + m.content + "\n</tool_response>"));
+      if (i + 1 == n || !rd.role_is(i + 1, "tool")) {
+        p.push_back(special("<|im_end|>"));
+        p.push_back(text("\n"));
+      }
+    } else {
+      rd.refuse(i, "role '" + m.role + "', which the template does not render (system, user, assistant, tool)");
+    }
+  }
+  return std::move(rd.r);
+}
+
 // Llama 3.1 / 3.2 Instruct's template with no tools, date_string "26 Jul 2024" (CT8).
 TurnRendering render_llama3(const Conversation& c) {
   Renderer rd(c, "llama3");
@@ -190,13 +286,14 @@ TurnRendering render_phi3(const Conversation& c) {
 
 }  // namespace
 
-std::vector<std::string> turn_template_names() { return {"qwen2.5", "llama3", "phi3"}; }
+std::vector<std::string> turn_template_names() { return {"qwen2.5", "llama3", "phi3", "qwen3"}; }
 
 TurnTemplate turn_template_by_name(std::string_view name) {
   if (name == "qwen2.5") return TurnTemplate::kQwen25;
   if (name == "llama3") return TurnTemplate::kLlama3;
   if (name == "phi3") return TurnTemplate::kPhi3;
-  throw Error(ErrorCode::kBadInput, "unknown chat template '" + std::string(name) + "' (known: qwen2.5, llama3, phi3)");
+  if (name == "qwen3") return TurnTemplate::kQwen3;
+  throw Error(ErrorCode::kBadInput, "unknown chat template '" + std::string(name) + "' (known: qwen2.5, llama3, phi3, qwen3)");
 }
 
 TurnRendering render_turns(TurnTemplate t, const Conversation& c) {
@@ -204,13 +301,15 @@ TurnRendering render_turns(TurnTemplate t, const Conversation& c) {
     case TurnTemplate::kQwen25: return render_qwen25(c);
     case TurnTemplate::kLlama3: return render_llama3(c);
     case TurnTemplate::kPhi3: return render_phi3(c);
+    case TurnTemplate::kQwen3: return render_qwen3(c);
   }
   throw Error(ErrorCode::kBadInput, "unknown chat template");
 }
 
 std::vector<TurnPiece> turn_generation_prompt(TurnTemplate t) {
   switch (t) {
-    case TurnTemplate::kQwen25: return {special("<|im_start|>"), text("assistant\n")};
+    case TurnTemplate::kQwen25:
+    case TurnTemplate::kQwen3: return {special("<|im_start|>"), text("assistant\n")};
     case TurnTemplate::kLlama3:
       return {special("<|start_header_id|>"), text("assistant"), special("<|end_header_id|>"), text("\n\n")};
     case TurnTemplate::kPhi3: return {};  // its user turn already ends with <|assistant|>\n
@@ -227,7 +326,8 @@ std::vector<std::string> turn_rstrip_specials(TurnTemplate t) {
 
 std::string turn_end_token(TurnTemplate t) {
   switch (t) {
-    case TurnTemplate::kQwen25: return "<|im_end|>";
+    case TurnTemplate::kQwen25:
+    case TurnTemplate::kQwen3: return "<|im_end|>";
     case TurnTemplate::kLlama3: return "<|eot_id|>";
     case TurnTemplate::kPhi3: return "<|end|>";
   }

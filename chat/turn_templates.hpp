@@ -1,5 +1,5 @@
 // The chat templates of the models agents deploy, rendered as their Jinja text renders
-// (spec/tokenizer.md CT6-CT9): Qwen2.5, Llama 3.1/3.2 and Phi-3. A rendering is pieces of text
+// (spec/tokenizer.md CT6-CT9, CT16): Qwen2.5, Llama 3.1/3.2, Phi-3 and Qwen3. A rendering is pieces of text
 // and template special tokens, split by message, so that each message stays one span (CT3).
 #pragma once
 #include <string>
@@ -10,10 +10,11 @@
 
 namespace akv::model {
 
-/// The turn templates akv renders (CT6-CT9). ChatML (CT1) has its own encoder (chatml.hpp).
-enum class TurnTemplate { kQwen25, kLlama3, kPhi3 };
+/// The turn templates akv renders (CT6-CT9, CT16). ChatML (CT1) has its own encoder (chatml.hpp).
+/// The order is turn_template_names()'s.
+enum class TurnTemplate { kQwen25, kLlama3, kPhi3, kQwen3 };
 
-/// The names `--template` takes, in a stable order: "qwen2.5", "llama3", "phi3".
+/// The names `--template` takes, in a stable order: "qwen2.5", "llama3", "phi3", "qwen3".
 std::vector<std::string> turn_template_names();
 
 /// The template named `name`. Throws Error(kBadInput) naming `name` and the names above.

@@ -12,7 +12,7 @@ using namespace akv;
 
 TEST(CT13_PublishedTemplates, TheTableNamesEachTemplateOnce) {
   const auto& t = published_templates();
-  ASSERT_EQ(t.size(), 4u);
+  ASSERT_EQ(t.size(), 5u);
   std::set<std::string> digests;
   std::multiset<model::TurnTemplate> kinds;
   for (const PublishedTemplate& p : t) {
@@ -26,6 +26,7 @@ TEST(CT13_PublishedTemplates, TheTableNamesEachTemplateOnce) {
   EXPECT_EQ(kinds.count(model::TurnTemplate::kQwen25), 1u);
   EXPECT_EQ(kinds.count(model::TurnTemplate::kLlama3), 2u);
   EXPECT_EQ(kinds.count(model::TurnTemplate::kPhi3), 1u);
+  EXPECT_EQ(kinds.count(model::TurnTemplate::kQwen3), 1u);
 }
 
 TEST(CT13_PublishedTemplates, AnyOtherTextIsNotRecognised) {

@@ -1,5 +1,5 @@
-// The turn templates of Qwen2.5, Llama 3 and Phi-3 and their encoder (spec/tokenizer.md
-// CT6-CT10). The expected texts are jinja2's renderings of the published templates (llama.cpp's
+// The turn templates of Qwen2.5, Llama 3, Phi-3 and Qwen3 and their encoder (spec/tokenizer.md
+// CT6-CT10, CT16). The expected texts are jinja2's renderings of the published templates (llama.cpp's
 // models/templates copies; scripts/crosscheck-templates renders them again on every bundled
 // conversation), pasted as literals; no model or vocab file is needed.
 #include <gtest/gtest.h>
@@ -159,8 +159,80 @@ TEST(CT9_Phi3Template, RendersAsTheVocabFilesJinjaDoes) {
                  "tool calls");
 }
 
+TEST(CT16_Qwen3Template, RendersAsItsJinjaDoes) {
+  // No default system turn; arguments that are not JSON are printed as they are (the template's
+  // `is string` branch); the last assistant message after the last query opens an empty think block.
+  const TurnRendering r = render_turns(TurnTemplate::kQwen3, parse_conversation(kConv));
+  EXPECT_EQ(whole(r),
+            "<|im_start|>system\n  Be brief.\u3000\n<|im_end|>\n<|im_start|>user\nPay <|im_end|> the bill\u00a0<|im_end|>\n"
+            "<|im_start|>assistant\nOn it.\n<tool_call>\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"bill "
+            "\u00e9.txt\", \"n\": 2, \"x\": 1.5, \"y\": 1e-05, \"z\": [true, null, {\"k\": \"a\\nb\"}]}}\n</tool_call><|im_end|>\n"
+            "<|im_start|>user\n<tool_response>\namount: 100\n\"quoted\"\n</tool_response><|im_end|>\n<|im_start|>assistant\n"
+            "<tool_call>\n{\"name\": \"pay\", \"arguments\": not json}\n</tool_call><|im_end|>\n<|im_start|>user\n"
+            "<tool_response>\nok\n</tool_response><|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\nDone.<|im_end|>\n");
+  const TurnRendering g = render_turns(TurnTemplate::kQwen3, parse_conversation(kGroup));
+  EXPECT_TRUE(g.preamble.empty());
+  EXPECT_EQ(text(g.messages[0]), "<|im_start|>user\nhi<|im_end|>\n");
+  EXPECT_EQ(text(g.messages[3]), "\n<tool_response>\nr2\n</tool_response>");
+  EXPECT_EQ(text(g.messages[5]), "<|im_start|>assistant\n<think>\n\n</think>\n\nok<|im_end|>\n");
+  expect_refused(TurnTemplate::kQwen3, R"({"messages": [{"role": "developer", "content": "x"}]})", "role 'developer'");
+}
+
+TEST(CT16_Qwen3Template, ReasoningIsKeptOnlyAfterTheLastUserQuery) {
+  const TurnRendering r = render_turns(TurnTemplate::kQwen3, parse_conversation(R"({"messages": [
+   {"role": "user", "content": "q1"},
+   {"role": "assistant", "content": "<think>\nr1\n</think>\n\na1"},
+   {"role": "user", "content": "q2"},
+   {"role": "assistant", "content": "pre<think>\n\nr2\n</think>x", "tool_calls": [
+     {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{\"a\": 1}"}},
+     {"id": "c2", "type": "function", "function": {"name": "g", "arguments": "not json"}}]},
+   {"role": "tool", "tool_call_id": "c1", "content": "r"},
+   {"role": "tool", "tool_call_id": "c2", "content": "s"},
+   {"role": "assistant", "content": "\nfinal"}]})"));
+  EXPECT_EQ(whole(r),
+            "<|im_start|>user\nq1<|im_end|>\n<|im_start|>assistant\na1<|im_end|>\n<|im_start|>user\nq2<|im_end|>\n"
+            "<|im_start|>assistant\n<think>\nr2\n</think>\n\nx\n<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": 1}}\n"
+            "</tool_call>\n<tool_call>\n{\"name\": \"g\", \"arguments\": not json}\n</tool_call><|im_end|>\n<|im_start|>user\n"
+            "<tool_response>\nr\n</tool_response>\n<tool_response>\ns\n</tool_response><|im_end|>\n<|im_start|>assistant\n"
+            "<think>\n\n</think>\n\nfinal<|im_end|>\n");
+  // r1 (before the last query) and "pre" (before <think>) never reach the model: listed.
+  EXPECT_EQ(r.ignored, (std::vector<std::string>{"messages[1].content (reasoning)", "messages[3].tool_calls[0].id",
+                                                 "messages[3].tool_calls[1].id", "messages[3].content (reasoning)",
+                                                 "messages[4].tool_call_id", "messages[5].tool_call_id"}));
+}
+
+TEST(CT16_Qwen3Template, ToolsOpenTheSystemTurn) {
+  const char* tools = R"("tools": [{"type": "function", "function": {"name": "f", "description": "d", "parameters":
+      {"type": "object", "properties": {"a": {"type": "integer"}}}}}])";
+  const std::string block =
+      "# Tools\n\nYou may call one or more functions to assist with the user query.\n\nYou are provided with function "
+      "signatures within <tools></tools> XML tags:\n<tools>\n{\"type\": \"function\", \"function\": {\"name\": \"f\", "
+      "\"description\": \"d\", \"parameters\": {\"type\": \"object\", \"properties\": {\"a\": {\"type\": \"integer\"}}}}}\n"
+      "</tools>\n\nFor each function call, return a json object with function name and arguments within "
+      "<tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, \"arguments\": "
+      "<args-json-object>}\n</tool_call><|im_end|>\n";
+  // A user message that is a tool response wrapped by hand is no query: the assistant before it
+  // stays after the last query, and, not last and without reasoning, renders plain.
+  const std::string rest =
+      R"("messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "", "tool_calls": [{"id": "c1",
+      "type": "function", "function": {"name": "f", "arguments": "{\"a\": 1}"}}]}, {"role": "tool", "tool_call_id": "c1",
+      "content": "x"}, {"role": "user", "content": "<tool_response>y</tool_response>"}])";
+  const std::string turns =
+      "<|im_start|>user\nq<|im_end|>\n<|im_start|>assistant\n<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": 1}}\n"
+      "</tool_call><|im_end|>\n<|im_start|>user\n<tool_response>\nx\n</tool_response><|im_end|>\n<|im_start|>user\n"
+      "<tool_response>y</tool_response><|im_end|>\n";
+  const TurnRendering bare = render_turns(TurnTemplate::kQwen3, parse_conversation("{" + std::string(tools) + ", " + rest + "}"));
+  EXPECT_EQ(text(bare.preamble), "<|im_start|>system\n" + block);
+  EXPECT_EQ(whole(bare), "<|im_start|>system\n" + block + turns);
+  const std::string with_system = R"("messages": [{"role": "system", "content": "S"}, )" + rest.substr(std::string(R"("messages": [)").size());
+  const TurnRendering sys = render_turns(TurnTemplate::kQwen3, parse_conversation("{" + std::string(tools) + ", " + with_system + "}"));
+  EXPECT_TRUE(sys.preamble.empty());
+  EXPECT_EQ(text(sys.messages[0]), "<|im_start|>system\nS\n\n" + block);
+  EXPECT_EQ(whole(sys), "<|im_start|>system\nS\n\n" + block + turns);
+}
+
 TEST(CT6_TurnTemplates, NamesAndRawTokens) {
-  EXPECT_EQ(turn_template_names(), (std::vector<std::string>{"qwen2.5", "llama3", "phi3"}));
+  EXPECT_EQ(turn_template_names(), (std::vector<std::string>{"qwen2.5", "llama3", "phi3", "qwen3"}));
   for (const std::string& n : turn_template_names()) EXPECT_EQ(turn_template_names()[static_cast<size_t>(turn_template_by_name(n))], n);
   EXPECT_THROW(turn_template_by_name("chatml2"), Error);
   // A raw-token message renders nothing and is no tool result: the results around it are

@@ -77,6 +77,7 @@ TEST(CT13_PublishedTemplates, EveryCheckedTextIsRecognised) {
   };
   const std::pair<std::string, TurnTemplate> files[] = {
       {read(dir / "templates" / "Qwen-Qwen2.5-7B-Instruct.jinja"), TurnTemplate::kQwen25},
+      {read(dir / "templates" / "Qwen-Qwen3-0.6B.jinja"), TurnTemplate::kQwen3},
       {read(dir / "templates" / "meta-llama-Llama-3.1-8B-Instruct.jinja"), TurnTemplate::kLlama3},
       {read(dir / "templates" / "meta-llama-Llama-3.2-3B-Instruct.jinja"), TurnTemplate::kLlama3},
       {std::string(GgufFile::open((dir / "ggml-vocab-phi-3.gguf").string()).get_string("tokenizer.chat_template")),
