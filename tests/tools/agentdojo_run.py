@@ -35,7 +35,6 @@ import http.server
 import json
 import os
 import platform
-import re
 import signal
 import subprocess
 import sys
@@ -44,7 +43,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from agents_check import SERVERS, Server, SetupError
+from akv_server import SERVERS, Server, SetupError
 
 MODES = ["clean", "attack", "guard", "never-shown"]
 
@@ -166,7 +165,7 @@ class Proxy:
 
 def run_mode(a, mode, logdir):
     extra = ["--guard-command", a.guard] if mode == "guard" else []
-    srv = Server(a.akv, a.model, *extra)
+    srv = Server(a.akv, a.model, *extra, wait_s=180)
     proxy = Proxy(srv.port, a.guard, withhold=(mode == "never-shown"), first=a.first)
     cmd = [a.python, "-m", "agentdojo.scripts.benchmark", "--model", "VLLM_PARSED", "-s", a.suite,
            "--logdir", str(logdir), "--force-rerun"]

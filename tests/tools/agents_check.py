@@ -13,8 +13,6 @@ Standard library only: it runs under the system python3, the drivers under their
 import argparse
 import json
 import os
-import queue
-import re
 import signal
 import subprocess
 import sys
@@ -24,58 +22,8 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-SERVERS = []
 
-
-class SetupError(Exception):
-    pass
-
-
-class Server:
-    """One `akv serve` on 127.0.0.1, a free port, in a process group of its own."""
-
-    def __init__(self, akv, model, *extra, wait_s=180):
-        self.log = tempfile.TemporaryFile()
-        cmd = [akv, "serve", "--model", model, "--host", "127.0.0.1", "--port", "0", *extra]
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self.log, stdin=subprocess.DEVNULL,
-                                     start_new_session=True)
-        SERVERS.append(self)
-        lines = queue.Queue()
-        threading.Thread(target=lambda: [lines.put(l) for l in self.proc.stdout], daemon=True).start()
-        end = time.monotonic() + wait_s
-        while True:
-            try:
-                line = lines.get(timeout=max(0.0, min(1.0, end - time.monotonic())))
-            except queue.Empty:
-                line = b""
-            m = re.search(rb"listening on http://127\.0\.0\.1:(\d+)", line)
-            if m:
-                self.port = int(m.group(1))
-                self.url = f"http://127.0.0.1:{self.port}"
-                return
-            if self.proc.poll() is not None or time.monotonic() > end:
-                self.kill()
-                self.log.seek(0)
-                err = self.log.read().decode(errors="replace").strip().splitlines()
-                raise SetupError(f"{' '.join(cmd)} did not start: {err[-1] if err else 'no output'}")
-
-    def stop(self, wait_s=20):
-        if self.proc.poll() is None:
-            try:
-                os.killpg(self.proc.pid, signal.SIGTERM)
-                return self.proc.wait(timeout=wait_s)
-            except (subprocess.TimeoutExpired, ProcessLookupError):
-                pass
-        self.kill()
-        return self.proc.returncode
-
-    def kill(self):
-        if self.proc.poll() is None:
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            self.proc.wait()
+from akv_server import SERVERS, Server, SetupError  # noqa: E402
 
 
 def run_driver(name, python, args, limit_s):
@@ -137,7 +85,7 @@ def main():
     try:
         with tempfile.TemporaryDirectory() as tmp:
             log = Path(tmp) / "audit.jsonl"
-            srv = Server(a.akv, a.model, "--audit-log", str(log))
+            srv = Server(a.akv, a.model, "--audit-log", str(log), wait_s=180)
             print(f"akv serve --model {a.model} on {srv.url}, audit log {log}", flush=True)
             for name, python in drivers:
                 passes, fails, wall, out = run_driver(

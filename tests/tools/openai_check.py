@@ -14,12 +14,10 @@ import concurrent.futures
 import itertools
 import json
 import os
-import queue
 import random
 import re
 import secrets
 import signal
-import subprocess
 import sys
 import tempfile
 import threading
@@ -35,8 +33,7 @@ ERROR_KEYS = {"message", "type", "param", "code"}
 SYSTEM = {"role": "system", "content": "You are a careful banking assistant."}
 
 
-class SetupError(Exception):
-    pass
+from akv_server import SERVERS, Server, SetupError  # noqa: E402
 
 
 class CheckFailed(Exception):
@@ -46,59 +43,6 @@ class CheckFailed(Exception):
 def need(cond, what):
     if not cond:
         raise CheckFailed(what)
-
-
-# ---- servers
-
-SERVERS = []  # every process started, killed in main's finally and by the deadline
-
-
-class Server:
-    """One `akv serve` on 127.0.0.1, a free port, in a process group of its own."""
-
-    def __init__(self, akv, model, *extra, wait_s=120):
-        self.log = tempfile.TemporaryFile()
-        cmd = [akv, "serve", "--model", model, "--host", "127.0.0.1", "--port", "0", *extra]
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self.log, stdin=subprocess.DEVNULL,
-                                     start_new_session=True)
-        SERVERS.append(self)
-        lines = queue.Queue()
-        # A reader thread, so that waiting for the line has a timeout and stdout never fills up.
-        threading.Thread(target=lambda: [lines.put(l) for l in self.proc.stdout], daemon=True).start()
-        end = time.monotonic() + wait_s
-        while True:
-            try:
-                line = lines.get(timeout=max(0.0, min(1.0, end - time.monotonic())))
-            except queue.Empty:
-                line = b""
-            m = re.search(rb"listening on http://127\.0\.0\.1:(\d+)", line)
-            if m:
-                self.url = "http://127.0.0.1:" + m.group(1).decode()
-                return
-            if self.proc.poll() is not None or time.monotonic() > end:
-                self.kill()
-                self.log.seek(0)
-                err = self.log.read().decode(errors="replace").strip().splitlines()
-                raise SetupError(f"{' '.join(cmd)} did not start: {err[-1] if err else 'no output'}")
-
-    def stop(self, wait_s=20):
-        """SIGTERM (the server drains, SV6), then SIGKILL; returns the exit status."""
-        if self.proc.poll() is None:
-            try:
-                os.killpg(self.proc.pid, signal.SIGTERM)
-                return self.proc.wait(timeout=wait_s)
-            except (subprocess.TimeoutExpired, ProcessLookupError):
-                pass
-        self.kill()
-        return self.proc.returncode
-
-    def kill(self):
-        if self.proc.poll() is None:
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            self.proc.wait()
 
 
 # ---- requests
