@@ -143,7 +143,9 @@ void SessionStore::enforce() {
     ++u.first;
     u.second += s->record_bytes();
   }
-  for (auto& [caller, u] : use) {
+  for (auto& entry : use) {
+    const std::string& caller = entry.first;  // a named variable: Clang 14 cannot capture a structured binding
+    auto& u = entry.second;
     while (u.first > lim_.max_sessions || u.second > lim_.record_bytes) {
       auto mine = [&](const ServedSession& s) { return caller_of(s.scope) == caller; };
       It it = oldest([&](const ServedSession& s) { return mine(s) && s.flagged.empty(); });
