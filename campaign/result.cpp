@@ -87,19 +87,19 @@ struct Reader {
   std::string str(const json& o, const std::string& field, const char* key, bool required = true) const {
     if (!required && (!o.is_object() || !o.contains(key))) return {};
     const json& v = at(o, field, key);
-    if (!v.is_string()) fail(join(field, key), fmt::format("{}, not a string", model::json_kind(v)));
+    if (!v.is_string()) fail(join(field, key), fmt::format("{}, not a string", readers::json_kind(v)));
     return v.get<std::string>();
   }
   uint64_t uint(const json& o, const std::string& field, const char* key, uint64_t lo, uint64_t hi) const {
     const json& v = at(o, field, key);
-    if (!v.is_number_unsigned()) fail(join(field, key), fmt::format("{}, not a non-negative integer", model::json_kind(v)));
+    if (!v.is_number_unsigned()) fail(join(field, key), fmt::format("{}, not a non-negative integer", readers::json_kind(v)));
     const uint64_t x = v.get<uint64_t>();
     if (x < lo || x > hi) fail(join(field, key), fmt::format("{} is out of range [{}, {}]", x, lo, hi));
     return x;
   }
   double seconds(const json& o, const std::string& field, const char* key) const {
     const json& v = at(o, field, key);
-    if (!v.is_number()) fail(join(field, key), fmt::format("{}, not a number", model::json_kind(v)));
+    if (!v.is_number()) fail(join(field, key), fmt::format("{}, not a number", readers::json_kind(v)));
     const double x = v.get<double>();
     // At most ~31,700 years: sums over 10^5 shards stay finite.
     if (!std::isfinite(x) || x < 0 || x > 1e12) fail(join(field, key), "not a number of seconds in [0, 1e12]");
@@ -107,7 +107,7 @@ struct Reader {
   }
   bool boolean(const json& o, const std::string& field, const char* key) const {
     const json& v = at(o, field, key);
-    if (!v.is_boolean()) fail(join(field, key), fmt::format("{}, not a boolean", model::json_kind(v)));
+    if (!v.is_boolean()) fail(join(field, key), fmt::format("{}, not a boolean", readers::json_kind(v)));
     return v.get<bool>();
   }
   std::string utc(const json& o, const std::string& field, const char* key) const {
@@ -118,10 +118,10 @@ struct Reader {
   }
   std::vector<std::string> strings(const json& o, const std::string& field, const char* key) const {
     const json& v = at(o, field, key);
-    if (!v.is_array()) fail(join(field, key), fmt::format("{}, not an array", model::json_kind(v)));
+    if (!v.is_array()) fail(join(field, key), fmt::format("{}, not an array", readers::json_kind(v)));
     std::vector<std::string> out;
     for (const json& e : v) {
-      if (!e.is_string()) fail(join(field, key), fmt::format("an element is {}, not a string", model::json_kind(e)));
+      if (!e.is_string()) fail(join(field, key), fmt::format("an element is {}, not a string", readers::json_kind(e)));
       out.push_back(e.get<std::string>());
     }
     return out;
@@ -133,8 +133,8 @@ constexpr uint64_t kMaxCases = 1000000000;
 }  // namespace
 
 ShardResult read_shard_file(const std::string& path) {
-  constexpr model::JsonLimits kShardJson{size_t{64} << 20, 8, "spec/input.md IN3"};
-  const json j = model::read_json_file(path, kShardJson, {ErrorCode::kBadInput, path + ": shard file"});
+  constexpr readers::JsonLimits kShardJson{size_t{64} << 20, 8, "spec/input.md IN3"};
+  const json j = readers::read_json_file(path, kShardJson, {ErrorCode::kBadInput, path + ": shard file"});
   const Reader rd{path};
   if (!j.is_object() || !j.contains("akv_campaign_shard")) rd.fail("akv_campaign_shard", "missing: not a shard file of akv campaign");
   rd.only(j, "", {"akv_campaign_shard", "campaign", "akv", "shard", "machine", "started", "finished", "wall_seconds", "cpu_seconds",
@@ -192,7 +192,7 @@ ShardResult read_shard_file(const std::string& path) {
   r.cpu_seconds = rd.seconds(j, "", "cpu_seconds");
   const bool said_passed = rd.boolean(j, "", "passed");
   const json& ps = rd.at(j, "", "properties");
-  if (!ps.is_array()) rd.fail("properties", fmt::format("{}, not an array", model::json_kind(ps)));
+  if (!ps.is_array()) rd.fail("properties", fmt::format("{}, not an array", readers::json_kind(ps)));
   if (ps.size() != r.campaign.properties.size())
     rd.fail("properties", fmt::format("{} entries for the campaign's {} properties", ps.size(), r.campaign.properties.size()));
   for (size_t i = 0; i < ps.size(); ++i) {

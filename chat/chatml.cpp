@@ -5,7 +5,9 @@
 #include "chat/tools.hpp"
 #include "reference/error.hpp"
 
-namespace akv::model {
+namespace akv::chat {
+
+using namespace readers;  // the tokenizers and the GGUF file the templates render over
 
 namespace {
 
@@ -159,4 +161,4 @@ std::shared_ptr<const ChatEncoder> make_chatml_encoder(const GgufFile& f) {
   return make_chatml_encoder(std::move(tok), tmpl, f.name());
 }
 
-}  // namespace akv::model
+}  // namespace akv::chat

@@ -9,7 +9,7 @@
 #include "readers/gguf/gguf.hpp"
 #include "reference/chat_encoder.hpp"
 
-namespace akv::model {
+namespace akv::chat {
 
 /// What akv reads from a ChatML chat template (CT1): the default system message the template
 /// inserts when message 0 is not `system` (empty: none).
@@ -26,17 +26,17 @@ ChatmlTemplate parse_chatml_template(std::string_view text, const std::string& s
 /// The ChatML encoder (CT1-CT4) over `tok`, following `chat_template` (the Jinja text). Throws
 /// Error(kBadModel) when the template is not ChatML (CT1) or the vocabulary lacks
 /// `<|im_start|>` / `<|im_end|>` as special tokens.
-std::shared_ptr<const ChatEncoder> make_chatml_encoder(BpeTokenizer tok, std::string_view chat_template,
+std::shared_ptr<const ChatEncoder> make_chatml_encoder(readers::BpeTokenizer tok, std::string_view chat_template,
                                                        const std::string& source = "tokenizer");
 
-/// The ChatML encoder of a GGUF file: its tokenizer (BpeTokenizer::from_gguf) and its
+/// The ChatML encoder of a GGUF file: its tokenizer (readers::BpeTokenizer::from_gguf) and its
 /// `tokenizer.chat_template`. Everything is copied: the file may be closed afterwards. Throws
 /// Error(kBadModel) as from_gguf and the constructor above.
-std::shared_ptr<const ChatEncoder> make_chatml_encoder(const GgufFile& f);
+std::shared_ptr<const ChatEncoder> make_chatml_encoder(const readers::GgufFile& f);
 
 /// The text of message `m` between `<|im_start|>` and `<|im_end|>` (CT2): the header line
 /// (role, ` name=NAME`, ` tool_call_id=ID`), a newline, then the body (content, the refusal,
 /// the tool calls). Not for raw-token messages.
 std::string chatml_message_text(const Message& m);
 
-}  // namespace akv::model
+}  // namespace akv::chat

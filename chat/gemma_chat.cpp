@@ -5,7 +5,9 @@
 #include "chat/turn_templates.hpp"
 #include "reference/error.hpp"
 
-namespace akv::model {
+namespace akv::chat {
+
+using namespace readers;  // the tokenizers and the GGUF file the templates render over
 
 namespace {
 
@@ -135,4 +137,4 @@ std::shared_ptr<const ChatEncoder> make_gemma_encoder(const GgufFile& f) {
   return make_gemma_encoder(SpmTokenizer::from_gguf(f), f.name());
 }
 
-}  // namespace akv::model
+}  // namespace akv::chat

@@ -9,7 +9,7 @@
 #include "readers/tokenizer/spm_tokenizer.hpp"
 #include "reference/chat_encoder.hpp"
 
-namespace akv::model {
+namespace akv::chat {
 
 /// The text of message `m` inside its Gemma turn (CT12): `content` with leading and trailing
 /// ASCII whitespace removed (the template's `| trim`), then the refusal and tool calls as
@@ -24,9 +24,9 @@ std::string gemma_turn_text(const Message& m);
 /// folded into that user's turn as the template does (`<start_of_turn>user\n` SYSTEM `\n\n` in
 /// span 0, USER `<end_of_turn>\n` in span 1). Throws Error(kBadModel) naming the token when the
 /// vocabulary lacks `<start_of_turn>` / `<end_of_turn>` as control tokens.
-std::shared_ptr<const ChatEncoder> make_gemma_encoder(SpmTokenizer tok, const std::string& source = "tokenizer");
+std::shared_ptr<const ChatEncoder> make_gemma_encoder(readers::SpmTokenizer tok, const std::string& source = "tokenizer");
 
-/// The Gemma encoder of a GGUF file whose tokenizer.ggml.model is llama (SpmTokenizer::from_gguf).
-std::shared_ptr<const ChatEncoder> make_gemma_encoder(const GgufFile& f);
+/// The Gemma encoder of a GGUF file whose tokenizer.ggml.model is llama (readers::SpmTokenizer::from_gguf).
+std::shared_ptr<const ChatEncoder> make_gemma_encoder(const readers::GgufFile& f);
 
-}  // namespace akv::model
+}  // namespace akv::chat

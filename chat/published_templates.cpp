@@ -12,14 +12,14 @@ const std::vector<PublishedTemplate>& published_templates() {
   // chat_template of its ggml-vocab-phi-3.gguf.
   static const std::vector<PublishedTemplate> t = {
       {"Qwen/Qwen2.5-7B-Instruct", "55b2f4a26ac9ee719330a61a0c39d9e538b0e9322212f048326318cff4f8674a",
-       model::TurnTemplate::kQwen25},
+       chat::TurnTemplate::kQwen25},
       {"meta-llama/Llama-3.1-8B-Instruct", "93c0e9aa3629bbd77e68dbc0f5621f6e6b23aa8d74b932595cdb8d64684526d7",
-       model::TurnTemplate::kLlama3},
+       chat::TurnTemplate::kLlama3},
       {"meta-llama/Llama-3.2-3B-Instruct", "d82792f95932f1c9cef5c4bd992f171225e3bf8c7b609b4557c9e1ec96be819f",
-       model::TurnTemplate::kLlama3},
+       chat::TurnTemplate::kLlama3},
       {"microsoft/Phi-3-mini (ggml-vocab-phi-3.gguf)", "268b6082ceb7176dc6ed80557a2f7837f9f0339592fbee677d405a553af15f88",
-       model::TurnTemplate::kPhi3},
-      {"Qwen/Qwen3-0.6B", "87a2728cb8dc9fe424d624542f6060ec05a1d285ebbec578bb078900e33396b5", model::TurnTemplate::kQwen3},
+       chat::TurnTemplate::kPhi3},
+      {"Qwen/Qwen3-0.6B", "87a2728cb8dc9fe424d624542f6060ec05a1d285ebbec578bb078900e33396b5", chat::TurnTemplate::kQwen3},
   };
   return t;
 }
@@ -37,7 +37,7 @@ std::string sha256_of(std::string_view s) {
 }
 }  // namespace
 
-std::optional<model::TurnTemplate> published_turn_template(std::string_view chat_template) {
+std::optional<chat::TurnTemplate> published_turn_template(std::string_view chat_template) {
   if (chat_template.ends_with('\n')) chat_template.remove_suffix(1);
   const std::string h = sha256_of(chat_template);
   for (const PublishedTemplate& p : published_templates())

@@ -15,7 +15,7 @@ namespace akv {
 struct PublishedTemplate {
   const char* source;  // e.g. "Qwen/Qwen2.5-7B-Instruct"
   const char* sha256;  // lower-case hex of the text with at most one trailing '\n' removed
-  model::TurnTemplate renders_as;
+  chat::TurnTemplate renders_as;
 };
 
 /// The pinned templates (CT13's table), in a stable order.
@@ -25,6 +25,6 @@ const std::vector<PublishedTemplate>& published_templates();
 /// is removed before hashing (Jinja drops it: keep_trailing_newline is false), so a template
 /// read from a .jinja file and from a GGUF's tokenizer.chat_template compare equal. Any other
 /// difference, even whitespace, gives nullopt: akv never renders a template it has not checked.
-std::optional<model::TurnTemplate> published_turn_template(std::string_view chat_template);
+std::optional<chat::TurnTemplate> published_turn_template(std::string_view chat_template);
 
 }  // namespace akv

@@ -8,7 +8,7 @@
 #include "chat/turn_templates.hpp"
 #include "reference/error.hpp"
 
-namespace akv::model {
+namespace akv::chat {
 
 namespace {
 
@@ -169,4 +169,4 @@ std::string python_strip(std::string_view s) {
   return std::string(s.substr(begin, end - begin));
 }
 
-}  // namespace akv::model
+}  // namespace akv::chat

@@ -54,7 +54,7 @@ std::string hermes_tools_text(const std::vector<ToolDef>& tools) {
   std::string s =
       "\n\n# Tools\n\nYou may call one or more functions to assist with the user query.\n\nYou are provided with function "
       "signatures within <tools></tools> XML tags:\n<tools>";
-  for (const ToolDef& t : tools) s += "\n" + model::python_json_dumps(t.json);
+  for (const ToolDef& t : tools) s += "\n" + chat::python_json_dumps(t.json);
   s += "\n</tools>\n\nFor each function call, return a json object with function name and arguments within "
        "<tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, \"arguments\": <args-json-object>}\n"
        "</tool_call>";

@@ -9,7 +9,9 @@
 #include "readers/tokenizer/spm_tokenizer.hpp"
 #include "reference/error.hpp"
 
-namespace akv::model {
+namespace akv::chat {
+
+using namespace readers;  // the tokenizers and the GGUF file the templates render over
 
 namespace {
 
@@ -176,4 +178,4 @@ std::shared_ptr<const ChatEncoder> make_turn_encoder(TurnTemplate t, const GgufF
   return make_turn_encoder(t, BpeTokenizer::from_gguf(f), f.name());  // refuses any other model by name
 }
 
-}  // namespace akv::model
+}  // namespace akv::chat

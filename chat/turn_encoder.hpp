@@ -9,7 +9,7 @@
 #include "chat/turn_templates.hpp"
 #include "reference/chat_encoder.hpp"
 
-namespace akv::model {
+namespace akv::chat {
 
 /// The encoder of template `t` over the tokenizer of `f` (byte-level BPE for
 /// tokenizer.ggml.model gpt2, SentencePiece for llama). Each run of text between two of the
@@ -18,10 +18,10 @@ namespace akv::model {
 /// Throws Error(kBadModel) `FILE: tokens: NAME ...` when a special token the template writes is
 /// not a control token of the vocabulary, and as the tokenizer readers do. Phi-3's
 /// generation_prompt() is empty: its user turn already ends with `<|assistant|>\n` (CT9).
-std::shared_ptr<const ChatEncoder> make_turn_encoder(TurnTemplate t, const GgufFile& f);
+std::shared_ptr<const ChatEncoder> make_turn_encoder(TurnTemplate t, const readers::GgufFile& f);
 
 /// The same over a tokenizer already built; `source` names it in errors.
-std::shared_ptr<const ChatEncoder> make_turn_encoder(TurnTemplate t, BpeTokenizer tok, const std::string& source);
-std::shared_ptr<const ChatEncoder> make_turn_encoder(TurnTemplate t, SpmTokenizer tok, const std::string& source);
+std::shared_ptr<const ChatEncoder> make_turn_encoder(TurnTemplate t, readers::BpeTokenizer tok, const std::string& source);
+std::shared_ptr<const ChatEncoder> make_turn_encoder(TurnTemplate t, readers::SpmTokenizer tok, const std::string& source);
 
-}  // namespace akv::model
+}  // namespace akv::chat

@@ -5,7 +5,7 @@
 #include "chat/tools.hpp"
 #include "reference/error.hpp"
 
-namespace akv::model {
+namespace akv::chat {
 
 namespace {
 
@@ -334,4 +334,4 @@ std::string turn_end_token(TurnTemplate t) {
   return "";
 }
 
-}  // namespace akv::model
+}  // namespace akv::chat

@@ -8,7 +8,7 @@
 
 #include "reference/chat.hpp"
 
-namespace akv::model {
+namespace akv::chat {
 
 /// The turn templates akv renders (CT6-CT9, CT16). ChatML (CT1) has its own encoder (chatml.hpp).
 /// The order is turn_template_names()'s.
@@ -74,4 +74,4 @@ std::string python_json_string(std::string_view s);
 /// U+2000-U+200A, U+2028, U+2029, U+202F, U+205F, U+3000). Bytes that are not valid UTF-8 stop it.
 std::string python_strip(std::string_view s);
 
-}  // namespace akv::model
+}  // namespace akv::chat

@@ -53,13 +53,13 @@ std::string read_bytes(const std::string& path) {
 // --vocab: each FILE's bytes tokenized as text by the file's tokenizer alone (T9-T12): byte-level
 // BPE for tokenizer.ggml.model gpt2, SentencePiece for llama; any other model is refused by name.
 int run_tokenize_text(const TokenizeArgs& a) {
-  const model::GgufFile g = model::GgufFile::open(a.vocab);
+  const readers::GgufFile g = readers::GgufFile::open(a.vocab);
   const std::string model(g.get_string("tokenizer.ggml.model"));
-  std::optional<model::SpmTokenizer> spm;
-  std::optional<model::BpeTokenizer> bpe;
-  if (model == "llama") spm.emplace(model::SpmTokenizer::from_gguf(g));
-  else if (model == "gpt2") bpe.emplace(model::BpeTokenizer::from_gguf(g));
-  else model::expect_tokenizer_model(g, "gpt2", "gpt2: byte-level BPE, and llama: SentencePiece");
+  std::optional<readers::SpmTokenizer> spm;
+  std::optional<readers::BpeTokenizer> bpe;
+  if (model == "llama") spm.emplace(readers::SpmTokenizer::from_gguf(g));
+  else if (model == "gpt2") bpe.emplace(readers::BpeTokenizer::from_gguf(g));
+  else readers::expect_tokenizer_model(g, "gpt2", "gpt2: byte-level BPE, and llama: SentencePiece");
   const std::string pre(g.find_string("tokenizer.ggml.pre").value_or("default"));
   const int vocab_size = spm ? spm->vocab_size() : bpe->vocab_size();
   nlohmann::json texts = nlohmann::json::array();
@@ -89,13 +89,13 @@ int run_tokenize_text(const TokenizeArgs& a) {
 int run_tokenize_template(const TokenizeArgs& a) {
   if (a.files.size() != 1)
     throw Error(ErrorCode::kBadInput, "tokenize --template: one conversation FILE, " + std::to_string(a.files.size()) + " given");
-  const model::TurnTemplate t = model::turn_template_by_name(a.chat_template);
-  const model::GgufFile g = model::GgufFile::open(a.vocab);
-  const auto encoder = model::make_turn_encoder(t, g);
+  const chat::TurnTemplate t = chat::turn_template_by_name(a.chat_template);
+  const readers::GgufFile g = readers::GgufFile::open(a.vocab);
+  const auto encoder = chat::make_turn_encoder(t, g);
   const Conversation conv = load_conversation(a.files[0]);
   const EncodedConversation enc = encoder->encode(conv);
-  const model::TurnRendering r = model::render_turns(t, conv);
-  const auto text_of = [](const std::vector<model::TurnPiece>& pieces) {
+  const chat::TurnRendering r = chat::render_turns(t, conv);
+  const auto text_of = [](const std::vector<chat::TurnPiece>& pieces) {
     std::string s;
     for (const auto& p : pieces) s += p.text;
     return s;
@@ -170,14 +170,14 @@ Command add_tokenize(CLI::App& app) {
   add_model_option(t, a->model);
   t->add_option("--vocab", a->vocab,
                 "A GGUF file's tokenizer alone (no weights needed: llama.cpp's vocab-only files; "
-                "tokenizer.ggml.model gpt2 with pre-tokenizer " + std::string(model::pre_tokenizer_names()) +
+                "tokenizer.ggml.model gpt2 with pre-tokenizer " + std::string(readers::pre_tokenizer_names()) +
                 ", or llama: SentencePiece): tokenize each FILE's bytes as text, no chat template")
       ->check(nonempty())
       ->excludes(t->get_option("--model"));
   t->add_option("--template", a->chat_template,
                  "With --vocab: FILE is one conversation, rendered by this chat template (" +
-                     fmt::format("{}", fmt::join(model::turn_template_names(), ", ")) + ", spec/tokenizer.md CT6-CT10)")
-      ->check(CLI::IsMember(model::turn_template_names()));
+                     fmt::format("{}", fmt::join(chat::turn_template_names(), ", ")) + ", spec/tokenizer.md CT6-CT10)")
+      ->check(CLI::IsMember(chat::turn_template_names()));
   t->add_option("--seed", a->seed, "Weight seed (synthetic models)")->capture_default_str()->check(decimal(0, UINT64_MAX));
   t->add_flag("--json", a->json, "Print one JSON object: tokens and spans (with --vocab: each file's tokens)");
   return {t, [a] { return run_tokenize(*a); }};

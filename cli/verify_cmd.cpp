@@ -23,8 +23,8 @@ struct VerifyArgs {
 };
 
 int run_verify_cmd(const VerifyArgs& a) {
-  constexpr model::JsonLimits kWitnessJson{size_t{256} << 20, 64, "spec/input.md IN3"};
-  const nlohmann::json j = model::read_json_file(a.file, kWitnessJson, {ErrorCode::kBadInput, printable(a.file, 200)});
+  constexpr readers::JsonLimits kWitnessJson{size_t{256} << 20, 64, "spec/input.md IN3"};
+  const nlohmann::json j = readers::read_json_file(a.file, kWitnessJson, {ErrorCode::kBadInput, printable(a.file, 200)});
   std::vector<Redaction> redact;
   for (const std::string& r : a.redact) redact.push_back(parse_redaction(r));
   const VerifyReport v = verify_witness(j, a.input, redact, evict_under);

@@ -25,20 +25,20 @@ using akv::fuzz::finding;
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  std::optional<akv::model::GgufFile> f;
+  std::optional<akv::readers::GgufFile> f;
   try {
-    f.emplace(akv::model::GgufFile::parse(std::vector<uint8_t>(data, data + size), "fuzz.gguf"));
+    f.emplace(akv::readers::GgufFile::parse(std::vector<uint8_t>(data, data + size), "fuzz.gguf"));
   } catch (const akv::Error& e) {
     akv::fuzz::check_bad_model(e);
     return 0;
   }
-  for (const akv::model::TensorInfo& t : f->tensors()) {
+  for (const akv::readers::TensorInfo& t : f->tensors()) {
     if (t.n_bytes > f->file_size() || f->data_offset() + t.offset > f->file_size() - t.n_bytes) finding("a tensor past the end");
-    if (akv::model::dequantize_supported(t.type) && akv::model::dequantize(t).size() != t.n_elements) finding("a tensor of the wrong size");
+    if (akv::readers::dequantize_supported(t.type) && akv::readers::dequantize(t).size() != t.n_elements) finding("a tensor of the wrong size");
   }
   try {
-    const akv::Config c = akv::model::config_from_gguf(*f, "fuzz");
-    const akv::Weights<float> w = akv::model::weights_from_gguf(*f, c);
+    const akv::Config c = akv::readers::config_from_gguf(*f, "fuzz");
+    const akv::Weights<float> w = akv::readers::weights_from_gguf(*f, c);
     if (w.tok_emb.size() != static_cast<size_t>(c.vocab) * c.hidden || w.layers.size() != static_cast<size_t>(c.n_layers) ||
         akv::classifier(w).size() != w.tok_emb.size() || (c.tied_output && !w.wcls.empty()))
       finding("weights of the wrong shape");

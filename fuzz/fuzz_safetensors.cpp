@@ -21,7 +21,7 @@ using akv::fuzz::finding;
 
 void config(const uint8_t* data, size_t size) {
   try {
-    const akv::Config c = akv::model::config_from_hf_json({reinterpret_cast<const char*>(data), size}, "config.json", "fuzz");
+    const akv::Config c = akv::readers::config_from_hf_json({reinterpret_cast<const char*>(data), size}, "config.json", "fuzz");
     if (c.hidden < 1 || c.n_layers < 1 || c.n_heads < 1 || c.n_kv_heads < 1 || c.head_dim < 2 || c.n_heads % c.n_kv_heads != 0 ||
         !(c.rope_theta > 0.0f) || !(c.rms_eps > 0.0f))
       finding("a config out of range");
@@ -32,14 +32,14 @@ void config(const uint8_t* data, size_t size) {
 
 void safetensors(const uint8_t* data, size_t size) {
   try {
-    const auto f = akv::model::SafetensorsFile::parse(std::vector<uint8_t>(data, data + size), "fuzz.safetensors");
+    const auto f = akv::readers::SafetensorsFile::parse(std::vector<uint8_t>(data, data + size), "fuzz.safetensors");
     uint64_t at = 0;
-    for (const akv::model::SafeTensor& t : f.tensors()) {
+    for (const akv::readers::SafeTensor& t : f.tensors()) {
       if (t.begin != at || t.end < t.begin) finding("tensors that do not tile the data section");
       at = t.end;
       if (t.n_elements * t.elem_bytes != t.end - t.begin) finding("a span that is not shape x dtype");
       if (t.dtype == "F32" || t.dtype == "F16" || t.dtype == "BF16")
-        if (akv::model::safetensors_to_float(t, f.name()).size() != t.n_elements) finding("a tensor of the wrong size");
+        if (akv::readers::safetensors_to_float(t, f.name()).size() != t.n_elements) finding("a tensor of the wrong size");
     }
     if (f.data_offset() + at != f.file_size()) finding("bytes after the last tensor");
   } catch (const akv::Error& e) {

@@ -11,7 +11,7 @@
 
 #include "reference/strict.hpp"
 
-namespace akv::model {
+namespace akv::readers {
 
 using json = nlohmann::json;
 
@@ -98,4 +98,4 @@ json read_json_file(const std::string& path, const JsonLimits& limits, const Jso
   return parse_json_limited(text, limits, source);
 }
 
-}  // namespace akv::model
+}  // namespace akv::readers

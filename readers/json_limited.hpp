@@ -12,7 +12,7 @@
 
 #include "reference/error.hpp"
 
-namespace akv::model {
+namespace akv::readers {
 
 /// The limits one kind of JSON text is read under, as its spec clause states them.
 struct JsonLimits {
@@ -49,4 +49,4 @@ const char* json_kind(const nlohmann::json& j);
 /// `s` between single quotes, made printable on one line (at most 80 bytes shown).
 std::string quoted_name(std::string_view s);
 
-}  // namespace akv::model
+}  // namespace akv::readers

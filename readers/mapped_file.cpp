@@ -10,7 +10,7 @@
 
 #include "reference/error.hpp"
 
-namespace akv::model {
+namespace akv::readers {
 
 namespace {
 
@@ -78,4 +78,4 @@ std::unique_ptr<Bytes> map_file(const std::string& path) {
 
 std::unique_ptr<Bytes> own_bytes(std::vector<uint8_t> bytes) { return std::make_unique<OwnedBytes>(std::move(bytes)); }
 
-}  // namespace akv::model
+}  // namespace akv::readers

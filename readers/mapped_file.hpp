@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-namespace akv::model {
+namespace akv::readers {
 
 /// Bytes that stay valid, at a fixed address, for the object's lifetime.
 class Bytes {
@@ -27,4 +27,4 @@ std::unique_ptr<Bytes> map_file(const std::string& path);
 /// Owns `bytes` (moved in); data() stays valid until destruction.
 std::unique_ptr<Bytes> own_bytes(std::vector<uint8_t> bytes);
 
-}  // namespace akv::model
+}  // namespace akv::readers

@@ -32,7 +32,7 @@ std::string file_or_folder_sha256(const std::string& path) {
     return sha256_hex(list);
   }
   try {
-    const auto bytes = model::map_file(path);
+    const auto bytes = readers::map_file(path);
     return sha256_hex({bytes->data(), static_cast<size_t>(bytes->size())});
   } catch (const Error& e) {
     throw Error(ErrorCode::kBadInput, path + ": cannot be read for its SHA-256: " + e.what());

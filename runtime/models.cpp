@@ -98,7 +98,7 @@ std::string real_model_file(const RealModel& r) {
                               fetch_script().empty() ? " (no scripts/fetch-model above this executable; set AKV_FETCH_MODEL)" : ""));
     path = fetched;
   }
-  const auto bytes = model::map_file(path);
+  const auto bytes = readers::map_file(path);
   if (bytes->size() != r.size || sha256_hex({bytes->data(), static_cast<size_t>(bytes->size())}) != r.sha256)
     throw Error(ErrorCode::kBadModel,
                 fmt::format("model '{}': {} does not match the pinned size and SHA-256 (spec/gguf.md F1); delete it "
@@ -121,26 +121,26 @@ void check_vocab(const LoadedModel& m, const std::string& file) {
 // The chat encoder of a GGUF file, by its template, tokenizer and architecture (spec/tokenizer.md
 // CT1, CT12, CT13): a published template of CT7-CT9 over either tokenizer; byte-level BPE with
 // ChatML; SentencePiece with Gemma's turns for gemma3. Any other pairing is refused naming both.
-std::shared_ptr<const ChatEncoder> gguf_encoder(const model::GgufFile& f) {
+std::shared_ptr<const ChatEncoder> gguf_encoder(const readers::GgufFile& f) {
   const std::string tok(f.get_string("tokenizer.ggml.model"));
   const std::string arch(f.get_string("general.architecture"));
   // CT13: a published template akv renders, recognised by its digest, over the file's tokenizer.
   if (const auto text = f.find_string("tokenizer.chat_template"))
-    if (const auto t = published_turn_template(*text)) return model::make_turn_encoder(*t, f);
+    if (const auto t = published_turn_template(*text)) return chat::make_turn_encoder(*t, f);
   if (tok == "llama") {
-    if (arch == "gemma3") return model::make_gemma_encoder(f);
+    if (arch == "gemma3") return chat::make_gemma_encoder(f);
     throw Error(ErrorCode::kBadModel, fmt::format("{}: tokenizer 'llama' (SentencePiece) with architecture '{}': akv has no chat "
                                                   "template for it (SentencePiece models: gemma3, spec/tokenizer.md CT12)",
                                                   f.name(), arch.substr(0, 40)));
   }
-  return model::make_chatml_encoder(f);
+  return chat::make_chatml_encoder(f);
 }
 
 LoadedModel load_gguf(const std::string& path, const std::string& name) {
   LoadedModel m;
-  const model::GgufFile f = model::GgufFile::open(path);
+  const readers::GgufFile f = readers::GgufFile::open(path);
   m.encoder = gguf_encoder(f);  // the tokenizer first: it fails fast on a bad file
-  m.model = model::load_gguf_model(f, name);
+  m.model = readers::load_gguf_model(f, name);
   check_vocab(m, path);
   m.name = name;
   m.source = path;
@@ -155,14 +155,14 @@ LoadedModel load_hf(const std::string& dir) {
     throw Error(ErrorCode::kBadModel, fmt::format("{}: no tokenizer.json and tokenizer_config.json: akv needs the model's own "
                                                   "tokenizer and chat template (save the tokenizer with the model)",
                                                   dir));
-  constexpr model::JsonLimits kTokenizerConfigJson{size_t{16} << 20, 32, "spec/tokenizer.md CT1"};
-  const nlohmann::json cfg = model::read_json_file(tc.string(), kTokenizerConfigJson, {ErrorCode::kBadModel, tc.string()});
+  constexpr readers::JsonLimits kTokenizerConfigJson{size_t{16} << 20, 32, "spec/tokenizer.md CT1"};
+  const nlohmann::json cfg = readers::read_json_file(tc.string(), kTokenizerConfigJson, {ErrorCode::kBadModel, tc.string()});
   if (!cfg.is_object() || !cfg.contains("chat_template") || !cfg["chat_template"].is_string())
     throw Error(ErrorCode::kBadModel, fmt::format("{}: no string 'chat_template'", tc.string()));
   LoadedModel m;
-  m.encoder = model::make_chatml_encoder(model::BpeTokenizer::from_tokenizer_json(tj.string()),
+  m.encoder = chat::make_chatml_encoder(readers::BpeTokenizer::from_tokenizer_json(tj.string()),
                                          cfg["chat_template"].get<std::string>(), tc.string());
-  m.model = model::load_hf_model(dir, dir);
+  m.model = readers::load_hf_model(dir, dir);
   check_vocab(m, dir);
   m.name = dir;
   m.source = dir;

@@ -40,7 +40,7 @@ using json = nlohmann::json;
 
 // An audit line holds its request body as a string (8 MiB at most, up to 6 bytes a byte
 // escaped) and the reply; its objects nest 4 levels (spec/input.md IN3 lists the limits).
-constexpr model::JsonLimits kAuditLineJson{size_t{256} << 20, 16, "spec/input.md IN3"};
+constexpr readers::JsonLimits kAuditLineJson{size_t{256} << 20, 16, "spec/input.md IN3"};
 
 // A JSON value of the line, or the reason it is missing.
 const json& field(const json& j, const char* key) {
@@ -102,7 +102,7 @@ std::string check_line(const json& j, std::map<std::string, std::unique_ptr<Engi
   const std::string body = str(j, "request_body");
   if (sha256_hex(body) != field(j, "request_sha256"))
     return "the request's SHA-256 is not the logged one";
-  model::parse_json_limited(body, kConversationJson, {ErrorCode::kBadInput, "request_body"});  // bounded first
+  readers::parse_json_limited(body, kConversationJson, {ErrorCode::kBadInput, "request_body"});  // bounded first
   // Kept in the body's key order: tools and schemas are rendered and compiled in it (CT14, SV14).
   nlohmann::ordered_json req = nlohmann::ordered_json::parse(body);
   const json& m = field(j, "model");
@@ -243,7 +243,7 @@ AuditReport replay_audit_log(const std::string& path, const std::string& model_o
     AuditLine l;
     l.line = n;
     try {
-      const json j = model::parse_json_limited(text, kAuditLineJson, {ErrorCode::kBadInput, "audit line"});
+      const json j = readers::parse_json_limited(text, kAuditLineJson, {ErrorCode::kBadInput, "audit line"});
       // A pinned key means every line must be signed by it; else the first line decides, and
       // every later line must be signed (or not) the same way, by the same key (SV9).
       if (first) {

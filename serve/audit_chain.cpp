@@ -57,7 +57,7 @@ bool signed_bytes(const std::string& text, std::string& out, std::string& sig) {
 }
 
 // An audit line's JSON (the limits of akv audit's reader, spec/input.md IN3).
-constexpr model::JsonLimits kLine{size_t{256} << 20, 16, "spec/input.md IN3"};
+constexpr readers::JsonLimits kLine{size_t{256} << 20, 16, "spec/input.md IN3"};
 }  // namespace
 
 std::string ed25519_public_key_hex(const std::string& pem_file) {
@@ -107,7 +107,7 @@ AuditChainWriter::AuditChainWriter(std::string path, const std::string& key_file
   if (last.empty()) return;
   json j;
   try {
-    j = model::parse_json_limited(last, kLine, {ErrorCode::kBadInput, "audit line"});
+    j = readers::parse_json_limited(last, kLine, {ErrorCode::kBadInput, "audit line"});
   } catch (const std::exception& e) {
     throw Error(ErrorCode::kBadInput, "--audit-log " + path_ + ": its last line is not an audit line (" + e.what() + ")");
   }

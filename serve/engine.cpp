@@ -174,7 +174,7 @@ std::vector<SpanOfMessage> span_map(const std::vector<std::vector<Token>>& spans
 }
 }  // namespace
 
-std::string utf8_text(const std::string& bytes) { return model::escape_invalid_utf8(bytes); }
+std::string utf8_text(const std::string& bytes) { return readers::escape_invalid_utf8(bytes); }
 
 std::string message_key(const Message& m) {
   const std::vector<Token> t = encode_message(m);

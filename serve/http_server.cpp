@@ -258,7 +258,7 @@ struct HttpServer::Api {
     EvictRequest er;
     er.scope = scope(who, req);
     er.session = checked_id(id, "the path's session id");
-    const json body = model::parse_json_limited(req.body, kConversationJson, {ErrorCode::kBadInput, "body"});
+    const json body = readers::parse_json_limited(req.body, kConversationJson, {ErrorCode::kBadInput, "body"});
     if (!body.is_object()) throw Error(ErrorCode::kBadInput, "body: expected {\"messages\": [indexes]} and/or {\"tool_call_ids\": [ids]}");
     for (const auto& [k, v] : body.items()) {
       if (k == "messages") {
@@ -377,7 +377,7 @@ struct HttpServer::Api {
     if (draining) throw shutting_down();
     require_json(req);
     const std::string hint = session_header(req);
-    const json original = model::parse_json_limited(req.body, kConversationJson, {ErrorCode::kBadInput, "body"});
+    const json original = readers::parse_json_limited(req.body, kConversationJson, {ErrorCode::kBadInput, "body"});
     ChatRequest cr = parse_chat_request(chat_body_of_response(req.body));
     const std::string name = served_name(cr.model);
     const std::string sc = scope(who, req, cr.prompt_cache_key);

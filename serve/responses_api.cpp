@@ -34,7 +34,7 @@ Ordered content_of(const Ordered& c, const std::string& where) {
 
 std::string chat_body_of_response(std::string_view body) {
   // The strict reader first (size, depth, repeated keys: spec/input.md IN3), then in order.
-  (void)model::parse_json_limited(body, kConversationJson, {ErrorCode::kBadInput, "body"});
+  (void)readers::parse_json_limited(body, kConversationJson, {ErrorCode::kBadInput, "body"});
   const Ordered j = Ordered::parse(body);
   if (!j.is_object()) bad("body", "expected a JSON object");
   Ordered chat = Ordered::object();

@@ -26,7 +26,7 @@ const char* kToolsConv = R"({"messages": [
  "tools": [{"type": "function", "function": {"name": "get_weather", "description": "Weather now", "parameters": {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer", "minimum": 1}}, "required": ["city"]}}},
            {"type": "function", "function": {"name": "noop", "parameters": {"type": "object", "properties": {}}}}]})";
 
-std::string whole(const model::TurnRendering& r) {
+std::string whole(const chat::TurnRendering& r) {
   std::string s;
   for (const auto& p : r.preamble) s += p.text;
   for (const auto& m : r.messages)
@@ -73,7 +73,7 @@ TEST(IN10_Tools, ToolsAreReadInTheirOrderAndTheirKeysOrder) {
 
 TEST(CT14_Tools, Qwen25RendersThemInItsSystemTurnAsItsTemplateDoes) {
   const Conversation c = parse_conversation(kToolsConv);
-  EXPECT_EQ(whole(model::render_turns(model::TurnTemplate::kQwen25, c)), R"akv(<|im_start|>system
+  EXPECT_EQ(whole(chat::render_turns(chat::TurnTemplate::kQwen25, c)), R"akv(<|im_start|>system
 Be brief.
 
 # Tools
@@ -103,7 +103,7 @@ sunny
 <|im_start|>assistant
 Sunny.<|im_end|>
 )akv");
-  EXPECT_EQ(whole(model::render_turns(model::TurnTemplate::kQwen25, without_system(c))), R"akv(<|im_start|>system
+  EXPECT_EQ(whole(chat::render_turns(chat::TurnTemplate::kQwen25, without_system(c))), R"akv(<|im_start|>system
 You are Qwen, created by Alibaba Cloud. You are a helpful assistant.
 
 # Tools
@@ -134,7 +134,7 @@ sunny
 Sunny.<|im_end|>
 )akv");
   // The tools change the system turn only: message 0's span with a system message, else the preamble's.
-  const model::TurnRendering r = model::render_turns(model::TurnTemplate::kQwen25, without_system(c));
+  const chat::TurnRendering r = chat::render_turns(chat::TurnTemplate::kQwen25, without_system(c));
   std::string pre;
   for (const auto& p : r.preamble) pre += p.text;
   EXPECT_NE(pre.find("# Tools"), std::string::npos);
@@ -197,20 +197,20 @@ Weather in Zürich?<|eot_id|><|start_header_id|>assistant<|end_header_id|>
 "sunny"<|eot_id|><|start_header_id|>assistant<|end_header_id|>
 
 Sunny.<|eot_id|>)akv";
-  EXPECT_EQ(whole(model::render_turns(model::TurnTemplate::kLlama3, c)), kHead + "Be brief.<|eot_id|>" + kRest);
-  EXPECT_EQ(whole(model::render_turns(model::TurnTemplate::kLlama3, without_system(c))), kHead + "<|eot_id|>" + kRest);
+  EXPECT_EQ(whole(chat::render_turns(chat::TurnTemplate::kLlama3, c)), kHead + "Be brief.<|eot_id|>" + kRest);
+  EXPECT_EQ(whole(chat::render_turns(chat::TurnTemplate::kLlama3, without_system(c))), kHead + "<|eot_id|>" + kRest);
   // No user message after the system one: the template raises; akv refuses, naming why.
   Conversation only = c;
   only.messages.resize(1);
-  EXPECT_THROW(model::render_turns(model::TurnTemplate::kLlama3, only), Error);
+  EXPECT_THROW(chat::render_turns(chat::TurnTemplate::kLlama3, only), Error);
   Conversation assistant_first = without_system(c);
   assistant_first.messages.erase(assistant_first.messages.begin());
-  EXPECT_THROW(model::render_turns(model::TurnTemplate::kLlama3, assistant_first), Error);
+  EXPECT_THROW(chat::render_turns(chat::TurnTemplate::kLlama3, assistant_first), Error);
 }
 
 TEST(CT14_Tools, Phi3RefusesThemByName) {
   try {
-    model::render_turns(model::TurnTemplate::kPhi3, parse_conversation(kToolsConv));
+    chat::render_turns(chat::TurnTemplate::kPhi3, parse_conversation(kToolsConv));
     ADD_FAILURE() << "accepted";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("tools"), std::string::npos);
@@ -232,7 +232,7 @@ TEST(CT14_Tools, TheFixtureWritesThemAsAPreambleSpan) {
 }
 
 TEST(CT14_Tools, PythonJsonDumpsWithAnIndentIsPythons) {
-  EXPECT_EQ(model::python_json_dumps(R"({"a": [1, {"b": []}], "c": {}, "d": "\u00e9"})", 4),
+  EXPECT_EQ(chat::python_json_dumps(R"({"a": [1, {"b": []}], "c": {}, "d": "\u00e9"})", 4),
             "{\n    \"a\": [\n        1,\n        {\n            \"b\": []\n        }\n    ],\n    \"c\": {},\n    \"d\": \"\u00e9\"\n}");
 }
 

@@ -17,7 +17,7 @@
 #include "runtime/digest.hpp"
 
 using namespace akv;
-using namespace akv::model;
+using namespace akv::readers;
 
 namespace {
 

@@ -7,7 +7,8 @@
 #include "reference/error.hpp"
 
 using namespace akv;
-using namespace akv::model;
+using namespace akv::readers;
+using namespace akv::chat;
 
 namespace {
 

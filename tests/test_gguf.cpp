@@ -16,7 +16,7 @@
 #include "reference/prng.hpp"
 
 using namespace akv;
-using namespace akv::model;
+using namespace akv::readers;
 using akv::test::Writer;
 using akv::test::Kv;
 using akv::test::kv;

@@ -11,7 +11,7 @@
 #include "reference/error.hpp"
 
 using namespace akv;
-using namespace akv::model;
+using namespace akv::readers;
 using akv::test::kv;
 using akv::test::kv_str;
 using akv::test::TestGguf;

@@ -10,7 +10,7 @@
 #include "tests/support/safetensors_builder.hpp"
 
 using namespace akv;
-using namespace akv::model;
+using namespace akv::readers;
 using json = nlohmann::json;
 
 namespace {

@@ -20,7 +20,7 @@
 #include "tests/support/safetensors_builder.hpp"
 
 using namespace akv;
-using namespace akv::model;
+using namespace akv::readers;
 using akv::test::le_bytes;
 using akv::test::TestSafetensors;
 using json = nlohmann::json;

@@ -192,8 +192,8 @@ TEST(IN3_ParserLimits, AJsonFileFromAPipeIsReadUpToItsLimit) {
   const std::string fifo = ::testing::TempDir() + "in3_json_fifo";
   std::filesystem::remove(fifo);
   ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
-  const model::JsonLimits limits{64, 4, "spec/input.md IN3"};
-  const model::JsonSource source{ErrorCode::kBadInput, "the pipe", nullptr};
+  const readers::JsonLimits limits{64, 4, "spec/input.md IN3"};
+  const readers::JsonSource source{ErrorCode::kBadInput, "the pipe", nullptr};
   auto feed = [&](const std::string& bytes) {
     return std::thread([&fifo, bytes] {
       std::FILE* f = std::fopen(fifo.c_str(), "wb");
@@ -201,11 +201,11 @@ TEST(IN3_ParserLimits, AJsonFileFromAPipeIsReadUpToItsLimit) {
     });
   };
   std::thread w = feed(R"({"a": [1, 2]})");
-  EXPECT_EQ(model::read_json_file(fifo, limits, source), json::parse(R"({"a": [1, 2]})"));
+  EXPECT_EQ(readers::read_json_file(fifo, limits, source), json::parse(R"({"a": [1, 2]})"));
   w.join();
   w = feed(std::string(1000, ' ') + "{}");
   try {
-    (void)model::read_json_file(fifo, limits, source);
+    (void)readers::read_json_file(fifo, limits, source);
     ADD_FAILURE() << "a pipe past the limit was read";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kBadInput);

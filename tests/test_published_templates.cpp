@@ -14,7 +14,7 @@ TEST(CT13_PublishedTemplates, TheTableNamesEachTemplateOnce) {
   const auto& t = published_templates();
   ASSERT_EQ(t.size(), 5u);
   std::set<std::string> digests;
-  std::multiset<model::TurnTemplate> kinds;
+  std::multiset<chat::TurnTemplate> kinds;
   for (const PublishedTemplate& p : t) {
     const std::string h = p.sha256;
     EXPECT_EQ(h.size(), 64u) << p.source;
@@ -23,10 +23,10 @@ TEST(CT13_PublishedTemplates, TheTableNamesEachTemplateOnce) {
     kinds.insert(p.renders_as);
   }
   EXPECT_EQ(digests.size(), t.size());
-  EXPECT_EQ(kinds.count(model::TurnTemplate::kQwen25), 1u);
-  EXPECT_EQ(kinds.count(model::TurnTemplate::kLlama3), 2u);
-  EXPECT_EQ(kinds.count(model::TurnTemplate::kPhi3), 1u);
-  EXPECT_EQ(kinds.count(model::TurnTemplate::kQwen3), 1u);
+  EXPECT_EQ(kinds.count(chat::TurnTemplate::kQwen25), 1u);
+  EXPECT_EQ(kinds.count(chat::TurnTemplate::kLlama3), 2u);
+  EXPECT_EQ(kinds.count(chat::TurnTemplate::kPhi3), 1u);
+  EXPECT_EQ(kinds.count(chat::TurnTemplate::kQwen3), 1u);
 }
 
 TEST(CT13_PublishedTemplates, AnyOtherTextIsNotRecognised) {

@@ -72,7 +72,7 @@ StoredMatrix stored(uint32_t t, int rows, int cols, const std::vector<uint8_t>& 
 std::vector<float> dense(const StoredMatrix& m) {
   std::vector<float> out(static_cast<size_t>(m.rows) * m.cols);
   for (int r = 0; r < m.rows; ++r)
-    model::dequantize(m.type, {m.row(r), m.row_bytes}, {out.data() + static_cast<size_t>(r) * m.cols, static_cast<size_t>(m.cols)},
+    readers::dequantize(m.type, {m.row(r), m.row_bytes}, {out.data() + static_cast<size_t>(r) * m.cols, static_cast<size_t>(m.cols)},
                       "test");
   return out;
 }
@@ -232,8 +232,8 @@ std::vector<uint8_t> quant_model(SplitMix64& rng, const std::string& arch = "lla
 // weights as float32 panels, memcmp-equal, on every ISA; dense_model gives weights_from_gguf's.
 TEST(K15_StoredModel, CpuBitwiseEqualsFloat32ModelEveryIsa) {
   SplitMix64 rng{2026};
-  const model::GgufFile f = model::GgufFile::parse(quant_model(rng), "q.gguf");
-  const std::shared_ptr<const Model> m = model::load_gguf_model(f, "q");
+  const readers::GgufFile f = readers::GgufFile::parse(quant_model(rng), "q.gguf");
+  const std::shared_ptr<const Model> m = readers::load_gguf_model(f, "q");
   ASSERT_TRUE(m->stored);
   EXPECT_FALSE(has_dense_weights(*m));
   EXPECT_TRUE(m->weights.tok_emb.empty());
@@ -243,7 +243,7 @@ TEST(K15_StoredModel, CpuBitwiseEqualsFloat32ModelEveryIsa) {
   }
   // dense_model: exactly weights_from_gguf's float32 (the reference's weights).
   const std::shared_ptr<const Model> dm = dense_model(m);
-  const Weights<float> w = model::weights_from_gguf(f, m->config);
+  const Weights<float> w = readers::weights_from_gguf(f, m->config);
   auto same = [](const std::vector<float>& a, const std::vector<float>& b) {
     return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * 4) == 0;
   };
@@ -301,12 +301,12 @@ TEST(K15_StoredModel, CpuBitwiseEqualsFloat32ModelEveryIsa) {
 TEST(K15_StoredModel, BlockVariantsKeepTheirVectors) {
   for (const std::string arch : {"qwen2", "qwen3", "gemma3"}) {
     SplitMix64 rng{77};
-    const model::GgufFile f = model::GgufFile::parse(quant_model(rng, arch), arch + ".gguf");
-    const std::shared_ptr<const Model> m = model::load_gguf_model(f, arch);
+    const readers::GgufFile f = readers::GgufFile::parse(quant_model(rng, arch), arch + ".gguf");
+    const std::shared_ptr<const Model> m = readers::load_gguf_model(f, arch);
     ASSERT_TRUE(m->stored) << arch;
     auto f32 = std::make_shared<Model>();
     f32->config = m->config;
-    f32->weights = model::weights_from_gguf(f, m->config);
+    f32->weights = readers::weights_from_gguf(f, m->config);
     f32->rope = m->rope;
     f32->rope_local = m->rope_local;
     EXPECT_EQ(f32->config.qkv_bias, arch == "qwen2");

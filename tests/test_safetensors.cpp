@@ -16,7 +16,7 @@
 #include "tests/support/safetensors_builder.hpp"
 
 using namespace akv;
-using namespace akv::model;
+using namespace akv::readers;
 using akv::test::le_bytes;
 using akv::test::safetensors_image;
 using akv::test::TestSafetensors;

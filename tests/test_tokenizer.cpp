@@ -21,7 +21,8 @@
 #include "verify/witness.hpp"
 
 using namespace akv;
-using namespace akv::model;
+using namespace akv::readers;
+using namespace akv::chat;
 
 namespace {
 

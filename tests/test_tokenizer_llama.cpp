@@ -14,7 +14,7 @@
 #include "tests/support/gguf_builder.hpp"
 
 using namespace akv;
-using namespace akv::model;
+using namespace akv::readers;
 using V = std::vector<std::string>;
 
 namespace {

@@ -19,7 +19,7 @@
 #include "tests/support/gguf_builder.hpp"
 
 using namespace akv;
-using namespace akv::model;
+using namespace akv::readers;
 using Ids = std::vector<Token>;
 
 namespace {

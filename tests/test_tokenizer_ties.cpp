@@ -48,7 +48,7 @@ std::vector<Token> naive_bpe(const std::string& piece, const json& model, bool l
 }  // namespace
 
 TEST(T8_RankTies, EqualsHuggingFaceTokenizersOnEveryString) {
-  const model::BpeTokenizer tok = model::BpeTokenizer::from_tokenizer_json(golden("tokenizer.json"));
+  const readers::BpeTokenizer tok = readers::BpeTokenizer::from_tokenizer_json(golden("tokenizer.json"));
   const json ids = json::parse(test::slurp(golden("ids.json")));
   ASSERT_GE(ids["cases"].size(), 5000u);
   size_t checked = 0;

@@ -134,7 +134,7 @@ int main(int argc, char** argv) {
   auto t0 = Clock::now();
   std::shared_ptr<const Model> model;
   try {
-    model = model::load_gguf_model(path, "real");
+    model = readers::load_gguf_model(path, "real");
   } catch (const std::exception& e) {
     std::cerr << "akv_real_bench: " << e.what() << "\n";
     return 2;

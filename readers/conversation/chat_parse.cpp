@@ -328,7 +328,7 @@ std::vector<ToolDef> parse_tools(const json& j, std::string_view text) {
 }  // namespace
 
 Conversation parse_conversation(std::string_view text) {
-  const json j = model::parse_json_limited(text, kConversationJson, {ErrorCode::kBadInput, "conversation", refuse_jsonl});
+  const json j = readers::parse_json_limited(text, kConversationJson, {ErrorCode::kBadInput, "conversation", refuse_jsonl});
   if (!j.is_object()) bad("conversation", "expected a JSON object with a \"messages\" array, got " + type_of(j));
   if (!j.contains("messages")) {
     if (j.contains("input")) bad("input", top_level_reaches_model("input"));  // a Responses API body, named as such

@@ -15,7 +15,7 @@ namespace akv {
 inline constexpr size_t kMaxConversationBytes = size_t{64} << 20;
 inline constexpr int kMaxJsonDepth = 256;
 /// The same limits for the JSON reader: conversations and the request bodies akv serve reads.
-inline constexpr model::JsonLimits kConversationJson{kMaxConversationBytes, kMaxJsonDepth, "spec/input.md IN3"};
+inline constexpr readers::JsonLimits kConversationJson{kMaxConversationBytes, kMaxJsonDepth, "spec/input.md IN3"};
 
 /// Parses a conversation. Throws Error(kBadInput) with a one-line message naming the problem
 /// and where (`messages[3].role: unknown role 'robot' ...`): malformed JSON or UTF-8, too

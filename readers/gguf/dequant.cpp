@@ -9,7 +9,7 @@
 #include "reference/error.hpp"
 #include "reference/stored_weights.hpp"
 
-namespace akv::model {
+namespace akv::readers {
 
 namespace {
 
@@ -134,4 +134,4 @@ void check_finite(std::span<const float> v, size_t row_len, const std::string& w
   }
 }
 
-}  // namespace akv::model
+}  // namespace akv::readers

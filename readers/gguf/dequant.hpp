@@ -6,7 +6,7 @@
 
 #include "readers/gguf/gguf.hpp"
 
-namespace akv::model {
+namespace akv::readers {
 
 /// IEEE binary16 bits -> binary32 (Q1): exact for every value; subnormals normalised;
 /// infinities kept; a NaN keeps its sign and payload (`payload << 13`, quiet bit not forced).
@@ -37,4 +37,4 @@ std::vector<float> dequantize(const TensorInfo& t, const std::string& file = "")
 /// checked in pieces). Every weight a model holds is checked at load.
 void check_finite(std::span<const float> v, size_t row_len, const std::string& where, size_t first = 0);
 
-}  // namespace akv::model
+}  // namespace akv::readers

@@ -2,7 +2,7 @@
 
 #include "readers/gguf/dequant.hpp"
 
-namespace akv::model::kquant {
+namespace akv::readers::kquant {
 
 namespace {
 float half_at(const uint8_t* p) { return half_to_float(static_cast<uint16_t>(p[0] | (p[1] << 8))); }
@@ -60,4 +60,4 @@ void q6_k(const uint8_t* b, float* y) {
   }
 }
 
-}  // namespace akv::model::kquant
+}  // namespace akv::readers::kquant

@@ -3,7 +3,7 @@
 #pragma once
 #include <cstdint>
 
-namespace akv::model::kquant {
+namespace akv::readers::kquant {
 
 /// Sub-block i (0-7) of the 12 packed scale bytes of a Q4_K / Q5_K block -> its 6-bit scale
 /// `sc` and 6-bit min `m` (Q8; ggml's get_scale_min_k4, gguf-py's Q4_K.get_scale_min).
@@ -16,4 +16,4 @@ void q5_k(const uint8_t* b, float* y);
 /// One Q6_K block (210 bytes at `b`) -> 256 floats at `y` (Q9).
 void q6_k(const uint8_t* b, float* y);
 
-}  // namespace akv::model::kquant
+}  // namespace akv::readers::kquant

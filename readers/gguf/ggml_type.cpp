@@ -1,6 +1,6 @@
 #include "readers/gguf/ggml_type.hpp"
 
-namespace akv::model {
+namespace akv::readers {
 
 namespace {
 struct Entry {
@@ -34,4 +34,4 @@ std::string type_name(uint32_t id) {
   return l ? std::string(l->name) : "type " + std::to_string(id);
 }
 
-}  // namespace akv::model
+}  // namespace akv::readers

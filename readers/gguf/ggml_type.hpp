@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <string>
 
-namespace akv::model {
+namespace akv::readers {
 
 /// A tensor's element type as a GGUF tensor info stores it (ggml's `ggml_type` numbering).
 enum class TensorType : uint32_t {
@@ -28,4 +28,4 @@ const TypeLayout* type_layout(uint32_t id);
 /// "Q4_1" for a known id, else "type 77".
 std::string type_name(uint32_t id);
 
-}  // namespace akv::model
+}  // namespace akv::readers

@@ -7,7 +7,7 @@
 #include "readers/gguf/gguf_cursor.hpp"
 #include "reference/error.hpp"
 
-namespace akv::model {
+namespace akv::readers {
 
 namespace {
 
@@ -313,4 +313,4 @@ const TensorInfo* GgufFile::find_tensor(std::string_view name) const {
   return it == tensor_index_.end() ? nullptr : &tensors_[it->second];
 }
 
-}  // namespace akv::model
+}  // namespace akv::readers

@@ -16,7 +16,7 @@
 #include "readers/gguf/ggml_type.hpp"
 #include "readers/mapped_file.hpp"
 
-namespace akv::model {
+namespace akv::readers {
 
 /// A metadata value's type, as stored in the file (gguf_type).
 enum class ValueType : uint32_t {
@@ -116,4 +116,4 @@ class GgufFile {
   std::unordered_map<std::string_view, size_t> tensor_index_;
 };
 
-}  // namespace akv::model
+}  // namespace akv::readers

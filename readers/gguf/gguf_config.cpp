@@ -10,7 +10,7 @@
 #include "reference/error.hpp"
 #include "reference/strict.hpp"
 
-namespace akv::model {
+namespace akv::readers {
 
 namespace {
 
@@ -179,4 +179,4 @@ Config config_from_gguf(const GgufFile& f, const std::string& name) {
   return c;
 }
 
-}  // namespace akv::model
+}  // namespace akv::readers

@@ -5,7 +5,7 @@
 #include "readers/gguf/gguf.hpp"
 #include "reference/config.hpp"
 
-namespace akv::model {
+namespace akv::readers {
 
 /// Builds the Config of a llama-arch GGUF file from its `llama.*` metadata and the shapes of
 /// `token_embd.weight` / `output.weight` (absent: tied output). `name` becomes Config::name.
@@ -14,4 +14,4 @@ namespace akv::model {
 /// (partial rotary, scaling), or an embedding/output shape that disagrees with the metadata.
 Config config_from_gguf(const GgufFile& f, const std::string& name);
 
-}  // namespace akv::model
+}  // namespace akv::readers

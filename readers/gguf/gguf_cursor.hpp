@@ -9,7 +9,7 @@
 
 #include "reference/error.hpp"
 
-namespace akv::model {
+namespace akv::readers {
 
 static_assert(std::endian::native == std::endian::little, "the GGUF reader assumes a little-endian host");
 
@@ -56,4 +56,4 @@ class Cursor {
   std::string file_;
 };
 
-}  // namespace akv::model
+}  // namespace akv::readers

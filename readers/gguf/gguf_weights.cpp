@@ -8,7 +8,7 @@
 #include "readers/json_limited.hpp"
 #include "reference/error.hpp"
 
-namespace akv::model {
+namespace akv::readers {
 
 namespace {
 
@@ -123,7 +123,7 @@ Weights<float> weights_from_gguf(const GgufFile& f, const Config& c) {
   const auto ffn = static_cast<uint64_t>(c.ffn);
   Weights<float> w;
   std::set<std::string> used;
-  const auto load = [&](const std::string& name, std::vector<uint64_t> dims) { return akv::model::load(f, name, std::move(dims), used); };
+  const auto load = [&](const std::string& name, std::vector<uint64_t> dims) { return akv::readers::load(f, name, std::move(dims), used); };
   w.tok_emb = load("token_embd.weight", {h, v});
   for (int l = 0; l < c.n_layers; ++l) {
     const std::string b = "blk." + std::to_string(l) + ".";
@@ -159,7 +159,7 @@ Weights<float> stored_weights_from_gguf(const GgufFile& f, const Config& c, Stor
   const auto ffn = static_cast<uint64_t>(c.ffn);
   Weights<float> w;
   std::set<std::string> used;
-  const auto load = [&](const std::string& name, std::vector<uint64_t> dims) { return akv::model::load(f, name, std::move(dims), used); };
+  const auto load = [&](const std::string& name, std::vector<uint64_t> dims) { return akv::readers::load(f, name, std::move(dims), used); };
   const auto keep = [&](const std::string& name, std::vector<uint64_t> dims, int qk = 0) {
     return stored(f, name, std::move(dims), used, qk);
   };
@@ -209,4 +209,4 @@ std::shared_ptr<const Model> load_gguf_model(const GgufFile& f, const std::strin
   return m;
 }
 
-}  // namespace akv::model
+}  // namespace akv::readers

@@ -9,7 +9,7 @@
 #include "reference/model.hpp"
 #include "reference/weights.hpp"
 
-namespace akv::model {
+namespace akv::readers {
 
 /// Row r of W_q / W_k as llama.cpp's converter stores it -> the row akv (rotate-half, M6) reads
 /// there: within each head of `head_dim` rows, file row 2i + j holds akv row j*head_dim/2 + i
@@ -34,4 +34,4 @@ std::shared_ptr<const Model> load_gguf_model(const std::string& path, const std:
 /// The same from a file already open.
 std::shared_ptr<const Model> load_gguf_model(const GgufFile& f, const std::string& name);
 
-}  // namespace akv::model
+}  // namespace akv::readers

@@ -7,7 +7,7 @@
 #include "readers/mapped_file.hpp"
 #include "reference/error.hpp"
 
-namespace akv::model {
+namespace akv::readers {
 
 using json = nlohmann::json;
 
@@ -82,4 +82,4 @@ FoundTensor HfCheckpoint::find(std::string_view name) const {
   return {files_[it->second].find(name), &files_[it->second]};
 }
 
-}  // namespace akv::model
+}  // namespace akv::readers

@@ -8,7 +8,7 @@
 
 #include "readers/hf/safetensors.hpp"
 
-namespace akv::model {
+namespace akv::readers {
 
 /// The largest shard index akv reads, in bytes.
 inline constexpr uint64_t kMaxHfIndexBytes = uint64_t{64} << 20;
@@ -40,4 +40,4 @@ class HfCheckpoint {
   std::map<std::string, size_t, std::less<>> where_;  // tensor name -> index in files_
 };
 
-}  // namespace akv::model
+}  // namespace akv::readers

@@ -7,7 +7,7 @@
 #include "readers/mapped_file.hpp"
 #include "reference/error.hpp"
 
-namespace akv::model {
+namespace akv::readers {
 
 using json = nlohmann::json;
 
@@ -149,4 +149,4 @@ Config read_hf_config(const std::string& dir, const std::string& name) {
   return config_from_hf_json({reinterpret_cast<const char*>(bytes->data()), bytes->size()}, path, name);
 }
 
-}  // namespace akv::model
+}  // namespace akv::readers

@@ -6,7 +6,7 @@
 
 #include "reference/config.hpp"
 
-namespace akv::model {
+namespace akv::readers {
 
 /// The largest config.json akv reads, in bytes.
 inline constexpr uint64_t kMaxHfConfigBytes = uint64_t{1} << 20;
@@ -32,4 +32,4 @@ Config config_from_hf_json(std::string_view text, const std::string& file, const
 /// Throws Error(kBadModel) naming the path when it cannot be read.
 Config read_hf_config(const std::string& dir, const std::string& name);
 
-}  // namespace akv::model
+}  // namespace akv::readers

@@ -8,7 +8,7 @@
 #include "readers/json_limited.hpp"
 #include "reference/error.hpp"
 
-namespace akv::model {
+namespace akv::readers {
 
 namespace {
 
@@ -104,4 +104,4 @@ std::shared_ptr<const Model> load_hf_model(const std::string& dir, const std::st
   return m;
 }
 
-}  // namespace akv::model
+}  // namespace akv::readers

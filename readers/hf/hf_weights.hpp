@@ -9,7 +9,7 @@
 #include "reference/model.hpp"
 #include "reference/weights.hpp"
 
-namespace akv::model {
+namespace akv::readers {
 
 /// The weights of `cfg` (from read_hf_config on the same folder). Tensors (torch shapes, row
 /// major, which is akv's M4 layout as is: HF's W_q / W_k rows are already rotate-half, no
@@ -30,4 +30,4 @@ Weights<float> weights_from_hf(const HfCheckpoint& ckpt, const Config& cfg, cons
 /// weights_from_hf do.
 std::shared_ptr<const Model> load_hf_model(const std::string& dir, const std::string& name);
 
-}  // namespace akv::model
+}  // namespace akv::readers

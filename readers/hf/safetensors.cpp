@@ -11,7 +11,7 @@
 #include "reference/error.hpp"
 #include "reference/strict.hpp"
 
-namespace akv::model {
+namespace akv::readers {
 
 using json = nlohmann::json;
 
@@ -185,4 +185,4 @@ std::vector<float> safetensors_to_float(const SafeTensor& t, const std::string& 
   return out;
 }
 
-}  // namespace akv::model
+}  // namespace akv::readers

@@ -13,7 +13,7 @@
 
 #include "readers/mapped_file.hpp"
 
-namespace akv::model {
+namespace akv::readers {
 
 /// The largest header akv reads (H1): 100 MiB, the limit of the reference implementation.
 inline constexpr uint64_t kMaxSafetensorsHeader = uint64_t{100} << 20;
@@ -72,4 +72,4 @@ uint32_t safetensors_dtype_bytes(std::string_view dtype);
 /// `FILE: tensor 'NAME'.dtype: ... not supported`.
 std::vector<float> safetensors_to_float(const SafeTensor& t, const std::string& file);
 
-}  // namespace akv::model
+}  // namespace akv::readers

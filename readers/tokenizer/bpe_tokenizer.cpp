@@ -5,7 +5,7 @@
 
 #include "reference/error.hpp"
 
-namespace akv::model {
+namespace akv::readers {
 
 namespace {
 
@@ -279,4 +279,4 @@ std::string BpeTokenizer::decode(const std::vector<Token>& ids) const {
   return out;
 }
 
-}  // namespace akv::model
+}  // namespace akv::readers

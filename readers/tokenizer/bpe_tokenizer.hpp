@@ -15,7 +15,7 @@
 #include "readers/tokenizer/pre_tokenizer.hpp"
 #include "reference/config.hpp"
 
-namespace akv::model {
+namespace akv::readers {
 
 /// GGUF token types (llama.cpp's llama_token_type): 1 normal, 2 unknown, 3 control,
 /// 4 user-defined, 5 unused, 6 byte. 0 (undefined) is read as normal.
@@ -116,4 +116,4 @@ class BpeTokenizer {
   std::shared_ptr<const PreTokenizerSplitter> pre_split_;  // compiled PCRE2 patterns (T3, T9)
 };
 
-}  // namespace akv::model
+}  // namespace akv::readers

@@ -2,7 +2,7 @@
 #include "readers/tokenizer/bpe_tokenizer.hpp"
 #include "readers/tokenizer/gguf_tokenizer_keys.hpp"
 
-namespace akv::model {
+namespace akv::readers {
 
 BpeTokenizer BpeTokenizer::from_gguf(const GgufFile& f) {
   expect_tokenizer_model(f, "gpt2", "byte-level BPE: gpt2");
@@ -16,4 +16,4 @@ BpeTokenizer BpeTokenizer::from_gguf(const GgufFile& f) {
                       tokenizer_token_id(f, "tokenizer.ggml.eos_token_id"), f.name() + ": tokenizer");
 }
 
-}  // namespace akv::model
+}  // namespace akv::readers

@@ -6,7 +6,7 @@
 #include "readers/tokenizer/bpe_tokenizer.hpp"
 #include "reference/error.hpp"
 
-namespace akv::model {
+namespace akv::readers {
 
 namespace {
 
@@ -90,4 +90,4 @@ BpeTokenizer BpeTokenizer::from_tokenizer_json(const std::string& path) {
   return BpeTokenizer(std::move(tokens), merges, std::move(types), pre, std::nullopt, std::nullopt, path);
 }
 
-}  // namespace akv::model
+}  // namespace akv::readers

@@ -5,7 +5,7 @@
 #include "reference/error.hpp"
 #include "reference/strict.hpp"
 
-namespace akv::model {
+namespace akv::readers {
 
 void bad_tokenizer_key(const GgufFile& f, const std::string& key, const std::string& what) {
   throw Error(ErrorCode::kBadModel, f.name() + ": metadata '" + key + "': " + what);
@@ -54,4 +54,4 @@ std::optional<bool> tokenizer_flag(const GgufFile& f, const std::string& key) {
   return std::get<bool>(*v);
 }
 
-}  // namespace akv::model
+}  // namespace akv::readers

@@ -10,7 +10,7 @@
 #include "readers/gguf/gguf.hpp"
 #include "reference/config.hpp"
 
-namespace akv::model {
+namespace akv::readers {
 
 /// Throws Error(kBadModel) `FILE: metadata 'KEY': WHAT`.
 [[noreturn]] void bad_tokenizer_key(const GgufFile& f, const std::string& key, const std::string& what);
@@ -34,4 +34,4 @@ std::optional<Token> tokenizer_token_id(const GgufFile& f, const std::string& ke
 /// The bool at `key`, or nullopt when absent. Throws when it is another type.
 std::optional<bool> tokenizer_flag(const GgufFile& f, const std::string& key);
 
-}  // namespace akv::model
+}  // namespace akv::readers

@@ -6,7 +6,7 @@
 #include <stdexcept>
 #include <string>
 
-namespace akv::model {
+namespace akv::readers {
 
 size_t utf8_sequence_length(std::string_view text, size_t i) {
   const auto at = [&](size_t k) { return static_cast<uint8_t>(text[k]); };
@@ -199,4 +199,4 @@ std::string escape_invalid_utf8(std::string_view bytes) {
   return out;
 }
 
-}  // namespace akv::model
+}  // namespace akv::readers

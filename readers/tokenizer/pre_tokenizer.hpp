@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-namespace akv::model {
+namespace akv::readers {
 
 /// The pre-tokenizers akv implements, by their `tokenizer.ggml.pre` names: "smollm" (T3),
 /// "llama-bpe" (Llama 3, T9) and "qwen2" (T9).
@@ -88,4 +88,4 @@ void split_utf8(std::string_view text, F&& run) {
   if (i > start) run(text.substr(start, i - start), true);
 }
 
-}  // namespace akv::model
+}  // namespace akv::readers

@@ -7,7 +7,7 @@
 #include "reference/error.hpp"
 #include "reference/strict.hpp"
 
-namespace akv::model {
+namespace akv::readers {
 
 namespace {
 
@@ -186,4 +186,4 @@ std::string SpmTokenizer::decode(const std::vector<Token>& ids) const {
   return out;
 }
 
-}  // namespace akv::model
+}  // namespace akv::readers

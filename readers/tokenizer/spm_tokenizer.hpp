@@ -15,7 +15,7 @@
 #include "readers/tokenizer/bpe_tokenizer.hpp"  // TokenType
 #include "reference/config.hpp"
 
-namespace akv::model {
+namespace akv::readers {
 
 class SpmTokenizer {
  public:
@@ -86,4 +86,4 @@ class SpmTokenizer {
   Options opt_;
 };
 
-}  // namespace akv::model
+}  // namespace akv::readers

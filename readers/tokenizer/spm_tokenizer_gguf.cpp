@@ -3,7 +3,7 @@
 #include "readers/tokenizer/gguf_tokenizer_keys.hpp"
 #include "readers/tokenizer/spm_tokenizer.hpp"
 
-namespace akv::model {
+namespace akv::readers {
 
 SpmTokenizer SpmTokenizer::from_gguf(const GgufFile& f) {
   expect_tokenizer_model(f, "llama", "SentencePiece: llama");
@@ -34,4 +34,4 @@ SpmTokenizer SpmTokenizer::from_gguf(const GgufFile& f) {
   return SpmTokenizer(std::move(tokens), std::move(scores), tokenizer_types(f), opt, f.name() + ": tokenizer");
 }
 
-}  // namespace akv::model
+}  // namespace akv::readers

@@ -13,7 +13,7 @@
 #include "runtime/digest.hpp"
 
 using namespace akv;
-using namespace akv::model;
+using namespace akv::readers;
 
 TEST(Q10_GgufPyBlocks, EveryTensorOfEveryTypeBitEqual) {
   std::ifstream in(AKV_GGUF_PY_BLOCKS);

@@ -25,22 +25,22 @@ TEST(Q6_GgufPyEquality, EveryTensorOfGemma3) {
   ASSERT_TRUE(in) << "no " << AKV_GGUF_PY_DIGESTS_GEMMA << ": run scripts/crosscheck-gguf " << AKV_GGUF_PY_DIGESTS_GEMMA
                   << " gemma3-270m (needs network once)";
   const nlohmann::json d = nlohmann::json::parse(in);
-  const model::GgufFile f = model::GgufFile::open(d.at("model"));
+  const readers::GgufFile f = readers::GgufFile::open(d.at("model"));
   const auto& ref = d.at("tensors");
   ASSERT_EQ(f.tensors().size(), 236u);
   ASSERT_EQ(ref.size(), f.tensors().size());
   std::map<std::string, int> by_type;
   for (size_t i = 0; i < f.tensors().size(); ++i) {
-    const model::TensorInfo& t = f.tensors()[i];
+    const readers::TensorInfo& t = f.tensors()[i];
     const auto& r = ref[i];
     ASSERT_EQ(std::string(t.name), r.at("name").get<std::string>()) << "tensor " << i;
     EXPECT_EQ(t.dims, r.at("dims").get<std::vector<uint64_t>>()) << t.name;
-    EXPECT_EQ(model::type_name(t.type), r.at("type").get<std::string>()) << t.name;
-    const std::vector<float> v = model::dequantize(t);
+    EXPECT_EQ(readers::type_name(t.type), r.at("type").get<std::string>()) << t.name;
+    const std::vector<float> v = readers::dequantize(t);
     ASSERT_EQ(v.size(), r.at("n_elements").get<uint64_t>()) << t.name;
     EXPECT_EQ(sha256_floats(v), r.at("sha256").get<std::string>())
-        << "tensor " << t.name << " (" << model::type_name(t.type) << ") differs from gguf-py's dequantize";
-    ++by_type[model::type_name(t.type)];
+        << "tensor " << t.name << " (" << readers::type_name(t.type) << ") differs from gguf-py's dequantize";
+    ++by_type[readers::type_name(t.type)];
   }
   EXPECT_EQ(by_type, (std::map<std::string, int>{{"F32", 109}, {"Q5_0", 81}, {"Q4_K", 27}, {"Q8_0", 10}, {"Q6_K", 9}}));
 }

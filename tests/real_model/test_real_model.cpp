@@ -23,7 +23,7 @@
 #include "../text_file.hpp"
 
 using namespace akv;
-using namespace akv::model;
+using namespace akv::readers;
 
 namespace {
 

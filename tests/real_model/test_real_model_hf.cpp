@@ -20,7 +20,7 @@
 #include "runtime/backends.hpp"
 
 using namespace akv;
-using namespace akv::model;
+using namespace akv::readers;
 
 namespace {
 

@@ -15,7 +15,8 @@
 #include "reference/chat.hpp"
 
 using namespace akv;
-using namespace akv::model;
+using namespace akv::readers;
+using namespace akv::chat;
 
 namespace {
 

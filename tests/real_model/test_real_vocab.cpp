@@ -14,7 +14,8 @@
 #include "chat/published_templates.hpp"
 
 using namespace akv;
-using namespace akv::model;
+using namespace akv::readers;
+using namespace akv::chat;
 
 namespace {
 
