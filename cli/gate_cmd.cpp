@@ -8,20 +8,11 @@
 // each check run in a process of their own (gate/gate_isolate.hpp, gate/runner.hpp), so a library that crashes,
 // exits or hangs fails that check and the rest still run. Exit 0 every check passed, 1 one
 // failed (or nothing was checked), 2 bad input or a bad library.
-#include <fcntl.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <rapidcheck.h>
 #include <unistd.h>
 
-#include <algorithm>
-#include <chrono>
-#include <cstdlib>
-#include <cstring>
-#include <filesystem>
 #include <iostream>
-#include <memory>
-#include <sstream>
 
 #include "cli/commands.hpp"
 #include "cli/options.hpp"
@@ -29,45 +20,17 @@
 #include "gate/check_list.hpp"
 #include "gate/environment.hpp"
 #include "gate/gate.hpp"
-#include "gate/gate_isolate.hpp"
 #include "gate/junit.hpp"
+#include "gate/run.hpp"
 #include "gate/runner.hpp"
 #include "optimized/composed/op_set.hpp"
-#include "optimized/composed/plugin.hpp"
 #include "reference/error.hpp"
-#include "reference/strict.hpp"
-#include "runtime/models.hpp"
 
 namespace akv::cli {
 
 namespace {
 
-using gate::check_out;
-using gate::check_rc_params;
-using gate::check_selection;
-using gate::ensure_std_fds;
-using gate::exit_guard;
-using gate::gate_running;
 using gate::GateArgs;
-using gate::LibInfo;
-using gate::probe;
-using gate::same_gate;
-using gate::shell_words;
-using gate::supervise_children;
-using gate::write_all;
-
-uint32_t parse_ops(const std::string& list) {
-  if (list.empty()) return AKV_OP_ALL;
-  uint32_t bits = 0;
-  std::stringstream ss(list);
-  std::string name;
-  while (std::getline(ss, name, ',')) {
-    if (name.empty()) throw Error(ErrorCode::kBadInput, "--ops: an empty name in '" + list + "'");
-    bits |= op_bit(name);
-  }
-  if (list.back() == ',') throw Error(ErrorCode::kBadInput, "--ops: an empty name in '" + list + "'");
-  return bits;
-}
 
 // A line on stderr when it is a terminal (what runs now), else nothing.
 void tty_status(const std::string& line) {
@@ -75,150 +38,90 @@ void tty_status(const std::string& line) {
   if (tty) std::cerr << "\r\033[K" << line << std::flush;
 }
 
+// The first lines of the report: the seed, before any check can fail or hang (GT5), and the setting.
+void print_start(const GateArgs& a, const gate::LibInfo& lib) {
+  const bool child = a.report_fd >= 0;
+  if (a.json) {
+    if (!child) std::cerr << fmt::format("akv gate: seed {}\n", a.opt.seed) << std::flush;
+    return;
+  }
+  std::cout << fmt::format("akv gate: seed {} ({}; --seed {} replays this run)\n", a.opt.seed,
+                           a.seed_set ? "--seed" : "from the clock", a.opt.seed)
+            << fmt::format("akv gate: {} ({}), ops {}, {} cases per op property, {} per end-to-end one, budget {:g} s per check, model {}\n",
+                           a.kernels, lib.name, op_list(lib.own), a.opt.cases, gate::e2e_cases(a.opt), a.opt.budget_s,
+                           a.opt.model + (a.opt.kv_type == KvType::kF32 ? "" : std::string(", cache ") + kv_type_name(a.opt.kv_type)))
+            << "  " << gate::environment_line(a.opt.environment) << "\n"
+            << std::flush;
+}
+
+// One finished check: a line (JSON: on stderr, as ctest -V shows it), a failure's reproduce
+// line, counterexample and C snippet.
+void print_check(const GateArgs& a, const gate::Check& c, size_t done, size_t total) {
+  const std::string tag = c.result == "pass" ? "PASS" : c.result == "fail" ? "FAIL" : "SKIP";
+  tty_status("");
+  if (a.json) {
+    if (a.report_fd < 0)
+      std::cerr << fmt::format("akv gate: [{}/{}] {} {} ({} cases, {:.1f} s)\n", done, total, tag, c.property, c.cases, c.seconds) << std::flush;
+    return;
+  }
+  std::cout << fmt::format("{} {:<44} {}\n", tag, c.property,
+                           c.result == "skipped" ? c.message : fmt::format("{} cases, {:.1f} s", c.cases, c.seconds));
+  if (c.result == "pass" && !c.message.empty()) std::cout << "  note: " << c.message << "\n";
+  if (c.result != "fail") return void(std::cout << std::flush);
+  std::string msg = c.message;  // continuation lines indented under the check
+  for (size_t at = 0; (at = msg.find('\n', at)) != std::string::npos; at += 3) msg.replace(at, 1, "\n  ");
+  std::cout << "  " << msg << "\n";
+  if (c.first_failure) std::cout << fmt::format("  first failing case: {}\n", c.first_failure);
+  if (!c.reproduce.empty()) {
+    std::vector<std::string> replay = gate::same_gate(a);
+    replay.insert(replay.end(), {"--check", c.property});
+    std::cout << fmt::format("  reproduce: {}RC_PARAMS=\"{}\" {}\n", gate::env_prefix(a.opt.environment["env"]), c.reproduce,
+                             gate::shell_words(replay));
+  }
+  if (!c.counterexample.empty())
+    std::cout << fmt::format("  counterexample: {} ({} bytes; {})\n", c.counterexample, c.counterexample_bytes, c.counterexample_shape);
+  if (!c.c_snippet.empty()) std::cout << fmt::format("  as C for your unit test: {}\n", c.c_snippet);
+  std::cout << std::flush;
+}
+
+// The verdict: JSON (to the fd the gate kept for it) or a summary line, and --junit.
+void print_verdict(const GateArgs& a, const gate::RunResult& r) {
+  int passed = 0, failed = 0, skipped = 0;
+  for (const auto& c : r.checks) (c.result == "pass" ? passed : c.result == "fail" ? failed : skipped)++;
+  if (!a.junit.empty() && a.report_fd < 0)
+    write_text_file(a.junit, gate::junit_xml(r.checks, a.kernels + " (" + r.lib.name + ")",
+                                             fmt::format("seed {}; {}", a.opt.seed, gate::environment_line(a.opt.environment))));
+  if (a.json) {
+    nlohmann::json j{{"kernels", a.kernels}, {"name", r.lib.name}, {"abi_version", AKV_KERNELS_ABI_VERSION},
+                     {"provides", op_list(r.lib.provides)}, {"checked_ops", op_list(r.lib.own)}, {"model", a.opt.model},
+                     {"seed", a.opt.seed}, {"cases", a.opt.cases}, {"e2e_cases", gate::e2e_cases(a.opt)},
+                     {"kv_type", kv_type_name(a.opt.kv_type)},
+                     {"budget_s", a.opt.budget_s}, {"environment", a.opt.environment},
+                     {"verdict", r.code == 0 ? "pass" : "fail"}, {"checks", nlohmann::json::array()}};
+    for (const auto& c : r.checks) j["checks"].push_back(gate::to_json(c));
+    gate::write_all(r.json_fd, j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n", a.kernels);
+    return;
+  }
+  std::cout << fmt::format("akv gate: {}: {} passed, {} failed, {} skipped\n", r.code == 0 ? "PASS" : "FAIL", passed, failed, skipped);
+  if (r.code != 0 && failed == 0)
+    std::cout << (a.check.empty() ? "akv gate: a provided op was checked by no property: not a pass\n"
+                                  : "akv gate: the check did not run (skipped): not a pass\n");
+}
+
 int run_gate_cmd(GateArgs& a) {
   if (a.list) {
     std::cout << (a.markdown ? gate::check_list_markdown() : gate::check_list_text() + "\nExit codes:\n" + gate::exit_codes_text());
     return 0;
   }
-  if (a.markdown) throw Error(ErrorCode::kBadInput, "--markdown goes with --list");
-  if (a.kernels.empty()) throw Error(ErrorCode::kBadInput, "--kernels LIB.so is required (or --list)");
-  const bool child = a.report_fd >= 0;
-  if (a.describe && !child) throw Error(ErrorCode::kBadInput, "--describe is the gate's own child's option: it needs --report-fd");
-  if (child) a.json = a.in_process = true;
-  if (!child) ensure_std_fds();  // else a pipe could land on fd 0, 1 or 2
-  exit_guard(child);
-  if (!a.in_process) supervise_children();
-  // The JSON report goes to the report fd (a child) or the real stdout, which a library's own
-  // prints then cannot corrupt: fd 1 becomes fd 2 while the gate runs.
-  int json_fd = a.report_fd;
-  if (a.json && !child) {
-    fflush(stdout);
-    json_fd = ::dup(STDOUT_FILENO);
-    if (json_fd < 0 || ::dup2(STDERR_FILENO, STDOUT_FILENO) < 0) throw Error(ErrorCode::kOutOfResources, "gate: cannot set up stdout");
-  }
-  json_error_fd() = child ? -1 : a.json ? json_fd : STDOUT_FILENO;  // an error's JSON goes where the report would
-  const uint32_t select = parse_ops(a.ops);
-  check_kv_type(a.opt.kv_type, load_model(a.opt.model).model->config);  // q8_0 on tiny: exit 2 before any check
-  if (!a.check.empty()) gate::describe_check(a.check);  // an unknown id is exit 2 before any check runs
-  check_rc_params();
-  if (!rc::detail::configuration().reproduce.empty() && a.check.empty() && !a.describe)
-    throw Error(ErrorCode::kBadInput, "RC_PARAMS replays a failure: name its check with --check ID (the id on the failure's report)");
-  if (const auto keys = gate::replay_keys(); !keys.empty() && !a.check.empty() &&
-      std::find(keys.begin(), keys.end(), gate::replay_key(a.check)) == keys.end())
-    throw Error(ErrorCode::kBadInput, "RC_PARAMS' reproduce string replays " + keys.front() + ", not --check " + a.check +
-                                          ": use the reproduce line of that check's failure");
-  if (!a.describe) {
-    check_out(a.opt.out);
-    // Absolute, so that a library that changes the working directory cannot move the files.
-    a.opt.out = std::filesystem::absolute(a.opt.out).lexically_normal().string();
-  }
-  // A bad --model is exit 2 before any check runs; a child running one op check needs no model.
-  if (!a.describe && !(child && !a.check.empty() && a.check.rfind("GT4.", 0) != 0)) load_model(a.opt.model);
-  if (!a.seed_set) a.opt.seed = static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
-
-  gate_running(true, a.kernels);
-  std::shared_ptr<const OpSet> ops;
-  LibInfo lib;
-  std::vector<gate::Check> checks;
-  try {
-    if (a.in_process) {
-      ops = load_kernels(a.kernels, select);
-      lib = {ops->name(), ops->plugin().provides, ops->own()};
-    } else {
-      lib = probe(a);
-    }
-    check_selection(a, select, lib);
-    if (a.describe) {
-      write_all(json_fd, nlohmann::json{{"name", lib.name}, {"provides", lib.provides}, {"own", lib.own}}.dump() + "\n", a.kernels);
-      gate_running(false);
-      return 0;
-    }
-    a.opt.environment = gate::environment(a.kernels);  // after loading: a missing library is the loader's error
-    // The report's first line: the seed, before any check can fail or hang (GT5).
-    if (!a.json)
-      std::cout << fmt::format("akv gate: seed {} ({}; --seed {} replays this run)\n", a.opt.seed,
-                               a.seed_set ? "--seed" : "from the clock", a.opt.seed)
-                << std::flush;
-    else if (!child)
-      std::cerr << fmt::format("akv gate: seed {}\n", a.opt.seed) << std::flush;
-    if (!a.json)
-      std::cout << fmt::format("akv gate: {} ({}), ops {}, {} cases per op property, {} per end-to-end one, budget {:g} s per check, model {}\n",
-                               a.kernels, lib.name, op_list(lib.own), a.opt.cases, gate::e2e_cases(a.opt), a.opt.budget_s,
-                               a.opt.model + (a.opt.kv_type == KvType::kF32 ? "" : std::string(", cache ") + kv_type_name(a.opt.kv_type)))
-                << "  " << gate::environment_line(a.opt.environment) << "\n"
-                << std::flush;
-    const size_t total = gate::check_ids().size();
-    size_t done = 0;
-    auto line = [&](const gate::Check& c) {
-      ++done;
-      const std::string tag = c.result == "pass" ? "PASS" : c.result == "fail" ? "FAIL" : "SKIP";
-      tty_status("");
-      if (a.json) {  // stdout is the JSON: one line per finished check on stderr (ctest -V shows it)
-        if (!child) std::cerr << fmt::format("akv gate: [{}/{}] {} {} ({} cases, {:.1f} s)\n", done, total, tag, c.property, c.cases, c.seconds) << std::flush;
-        return;
-      }
-      std::cout << fmt::format("{} {:<44} {}\n", tag, c.property,
-                               c.result == "skipped" ? c.message : fmt::format("{} cases, {:.1f} s", c.cases, c.seconds));
-      if (c.result == "pass" && !c.message.empty()) std::cout << "  note: " << c.message << "\n";
-      if (c.result != "fail") return void(std::cout << std::flush);
-      std::string msg = c.message;  // continuation lines indented under the check
-      for (size_t at = 0; (at = msg.find('\n', at)) != std::string::npos; at += 3) msg.replace(at, 1, "\n  ");
-      std::cout << "  " << msg << "\n";
-      if (c.first_failure) std::cout << fmt::format("  first failing case: {}\n", c.first_failure);
-      if (!c.reproduce.empty()) {
-        std::vector<std::string> replay = same_gate(a);
-        replay.insert(replay.end(), {"--check", c.property});
-        std::cout << fmt::format("  reproduce: {}RC_PARAMS=\"{}\" {}\n", gate::env_prefix(a.opt.environment["env"]), c.reproduce,
-                                 shell_words(replay));
-      }
-      if (!c.counterexample.empty())
-        std::cout << fmt::format("  counterexample: {} ({} bytes; {})\n", c.counterexample, c.counterexample_bytes, c.counterexample_shape);
-      if (!c.c_snippet.empty()) std::cout << fmt::format("  as C for your unit test: {}\n", c.c_snippet);
-      std::cout << std::flush;
-    };
-    auto in_child = [&](const std::string& id) {
-      tty_status(fmt::format("akv gate: [{}/{}] {} ...", done + 1, total, id));
-      return gate::run_in_child(a, id);
-    };
-    if (!a.check.empty()) {
-      checks.push_back(a.in_process ? gate::run_check(a.check, ops, a.opt) : in_child(a.check));
-      line(checks.back());
-    } else if (a.in_process) {
-      checks = gate::run_gate(ops, a.opt, line);
-    } else {
-      for (const std::string& id : gate::check_ids()) {
-        checks.push_back(in_child(id));
-        line(checks.back());
-      }
-    }
-  } catch (...) {
-    gate_running(false);
-    throw;
-  }
-  gate_running(false);
-  // One check (--check): its own result; the whole gate: gate::verdict (never vacuous).
-  const int code = !a.check.empty() ? (checks.back().result == "pass" ? 0 : 1) : gate::verdict(checks, lib.own);
-  int passed = 0, failed = 0, skipped = 0;
-  for (const auto& c : checks) (c.result == "pass" ? passed : c.result == "fail" ? failed : skipped)++;
-  if (!a.junit.empty() && !child)
-    write_text_file(a.junit, gate::junit_xml(checks, a.kernels + " (" + lib.name + ")",
-                                             fmt::format("seed {}; {}", a.opt.seed, gate::environment_line(a.opt.environment))));
-  if (a.json) {
-    nlohmann::json j{{"kernels", a.kernels}, {"name", lib.name}, {"abi_version", AKV_KERNELS_ABI_VERSION},
-                     {"provides", op_list(lib.provides)}, {"checked_ops", op_list(lib.own)}, {"model", a.opt.model},
-                     {"seed", a.opt.seed}, {"cases", a.opt.cases}, {"e2e_cases", gate::e2e_cases(a.opt)},
-                     {"kv_type", kv_type_name(a.opt.kv_type)},
-                     {"budget_s", a.opt.budget_s}, {"environment", a.opt.environment},
-                     {"verdict", code == 0 ? "pass" : "fail"}, {"checks", nlohmann::json::array()}};
-    for (const auto& c : checks) j["checks"].push_back(gate::to_json(c));
-    write_all(json_fd, j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n", a.kernels);
-  } else {
-    std::cout << fmt::format("akv gate: {}: {} passed, {} failed, {} skipped\n", code == 0 ? "PASS" : "FAIL", passed, failed, skipped);
-    if (code != 0 && failed == 0)
-      std::cout << (a.check.empty() ? "akv gate: a provided op was checked by no property: not a pass\n"
-                                    : "akv gate: the check did not run (skipped): not a pass\n");
-  }
-  return code;
+  const size_t total = gate::check_ids().size();
+  size_t done = 0;
+  gate::RunEvents events;
+  events.started = [&](const gate::LibInfo& lib) { print_start(a, lib); };
+  events.starting = [&](const std::string& id, size_t ran, size_t) { tty_status(fmt::format("akv gate: [{}/{}] {} ...", ran + 1, total, id)); };
+  events.finished = [&](const gate::Check& c) { print_check(a, c, ++done, total); };
+  const gate::RunResult r = gate::run(a, events, json_error_fd());
+  if (!r.described) print_verdict(a, r);
+  return r.code;
 }
 
 }  // namespace
