@@ -120,7 +120,7 @@ void refuse_wide_integers(std::string_view t) {
 // The code point at s[i] and its length (utf8_sequence_length, T5), or length 0 when s[i]
 // starts no valid UTF-8 sequence.
 std::pair<uint32_t, size_t> utf8_at(std::string_view s, size_t i) {
-  const size_t n = utf8_sequence_length(s, i);
+  const size_t n = readers::utf8_sequence_length(s, i);
   if (n == 0) return {0, 0};
   uint32_t cp = static_cast<unsigned char>(s[i]) & (n == 1 ? 0x7F : 0x7F >> n);
   for (size_t k = 1; k < n; ++k) cp = cp << 6 | (static_cast<unsigned char>(s[i + k]) & 0x3F);

@@ -61,21 +61,38 @@ std::string tojson_arguments(const Renderer& rd, size_t i, const std::string& ar
   }
 }
 
+// A ChatML turn as Qwen's templates write it: <|im_start|>BODY<|im_end|>\n.
+Pieces im_block(const std::string& body) { return {special("<|im_start|>"), text(body), special("<|im_end|>"), text("\n")}; }
+
+// A call as Qwen's templates print it, its arguments already printed.
+std::string hermes_call(const ToolCall& call, const std::string& args) {
+  return "<tool_call>\n{\"name\": \"" + call.name + "\", \"arguments\": " + args + "}\n</tool_call>";
+}
+
+// Qwen's tool result (CT7): results in a row share one user turn, the first opens it, the last closes it.
+Pieces qwen_tool_result(const Renderer& rd, size_t i) {
+  Pieces p;
+  if (i == 0 || !rd.role_is(i - 1, "tool")) p.push_back(special("<|im_start|>"));
+  p.push_back(text((p.empty() ? "" : "user") + std::string("\n<tool_response>\n") + rd.c.messages[i].content + "\n</tool_response>"));
+  if (i + 1 == rd.c.messages.size() || !rd.role_is(i + 1, "tool")) {
+    p.push_back(special("<|im_end|>"));
+    p.push_back(text("\n"));
+  }
+  return p;
+}
+
 // Qwen2.5-Instruct's template with no tools (CT7).
 TurnRendering render_qwen25(const Conversation& c) {
   Renderer rd(c, "qwen2.5");
   const size_t n = c.messages.size();
-  const auto block = [](const std::string& body) {
-    return Pieces{special("<|im_start|>"), text(body), special("<|im_end|>"), text("\n")};
-  };
   // With tools, the system turn ends with the tool block (the template's `tools` branch, CT14).
   const std::string tools = chat::hermes_tools_text(c.tools);
   if (n > 0 && rd.role_is(0, "system")) {
-    rd.r.messages[0] = block("system\n" + c.messages[0].content + tools);
+    rd.r.messages[0] = im_block("system\n" + c.messages[0].content + tools);
     rd.ignore_ids(0, true);
     rd.refuse_lossy(0);
   } else {
-    rd.r.preamble = block("system\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant." + tools);
+    rd.r.preamble = im_block("system\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant." + tools);
   }
   for (size_t i = 0; i < n; ++i) {
     if (rd.is_raw(i) || (i == 0 && rd.role_is(0, "system"))) continue;
@@ -84,22 +101,14 @@ TurnRendering render_qwen25(const Conversation& c) {
     rd.refuse_lossy(i);
     rd.ignore_ids(i, true);
     if (m.role == "user" || m.role == "system" || (m.role == "assistant" && m.tool_calls.empty())) {
-      p = block(m.role + "\n" + m.content);
+      p = im_block(m.role + "\n" + m.content);
     } else if (m.role == "assistant") {
       std::string body = "assistant";
       if (!m.content.empty()) body += "\n" + m.content;
-      for (const ToolCall& call : m.tool_calls)
-        body += "\n<tool_call>\n{\"name\": \"" + call.name + "\", \"arguments\": " +
-                tojson_arguments(rd, i, call.arguments) + "}\n</tool_call>";
-      p = {special("<|im_start|>"), text(body), special("<|im_end|>"), text("\n")};
+      for (const ToolCall& call : m.tool_calls) body += "\n" + hermes_call(call, tojson_arguments(rd, i, call.arguments));
+      p = im_block(body);
     } else if (m.role == "tool") {
-      // Consecutive tool results share one user turn.
-      if (i == 0 || !rd.role_is(i - 1, "tool")) p.push_back(special("<|im_start|>"));
-      p.push_back(text((p.empty() ? "" : "user") + std::string("\n<tool_response>\n") + m.content + "\n</tool_response>"));
-      if (i + 1 == n || !rd.role_is(i + 1, "tool")) {
-        p.push_back(special("<|im_end|>"));
-        p.push_back(text("\n"));
-      }
+      p = qwen_tool_result(rd, i);
     } else {
       rd.refuse(i, "role '" + m.role + "', which the template does not render (system, user, assistant, tool)");
     }
@@ -122,19 +131,16 @@ std::string_view rstrip_newlines(std::string_view s) {
 TurnRendering render_qwen3(const Conversation& c) {
   Renderer rd(c, "qwen3");
   const size_t n = c.messages.size();
-  const auto block = [](const std::string& body) {
-    return Pieces{special("<|im_start|>"), text(body), special("<|im_end|>"), text("\n")};
-  };
   const bool system0 = n > 0 && rd.role_is(0, "system");
   if (!c.tools.empty()) {
     // The tool block opens the system turn, after the system message's content and a blank line.
     const std::string tools(lstrip_newlines(chat::hermes_tools_text(c.tools)));
     if (system0)
-      rd.r.messages[0] = block("system\n" + c.messages[0].content + "\n\n" + tools);
+      rd.r.messages[0] = im_block("system\n" + c.messages[0].content + "\n\n" + tools);
     else
-      rd.r.preamble = block("system\n" + tools);
+      rd.r.preamble = im_block("system\n" + tools);
   } else if (system0) {
-    rd.r.messages[0] = block("system\n" + c.messages[0].content);
+    rd.r.messages[0] = im_block("system\n" + c.messages[0].content);
   }
   if (system0) {
     rd.ignore_ids(0, true);
@@ -156,7 +162,7 @@ TurnRendering render_qwen3(const Conversation& c) {
     rd.refuse_lossy(i);
     rd.ignore_ids(i, true);
     if (m.role == "user" || m.role == "system") {
-      p = block(m.role + "\n" + m.content);
+      p = im_block(m.role + "\n" + m.content);
     } else if (m.role == "assistant") {
       std::string_view content = m.content, reasoning;
       bool dropped = false;  // text of the content the template does not print
@@ -186,16 +192,11 @@ TurnRendering render_qwen3(const Conversation& c) {
         // Arguments that are not JSON reach the template as a string, which it prints as is.
         const std::string args =
             nlohmann::json::accept(call.arguments) ? tojson_arguments(rd, i, call.arguments) : call.arguments;
-        body += "<tool_call>\n{\"name\": \"" + call.name + "\", \"arguments\": " + args + "}\n</tool_call>";
+        body += hermes_call(call, args);
       }
-      p = block(body);
+      p = im_block(body);
     } else if (m.role == "tool") {
-      if (i == 0 || !rd.role_is(i - 1, "tool")) p.push_back(special("<|im_start|>"));
-      p.push_back(text((p.empty() ? "" : "user") + std::string("\n<tool_response>\n") + m.content + "\n</tool_response>"));
-      if (i + 1 == n || !rd.role_is(i + 1, "tool")) {
-        p.push_back(special("<|im_end|>"));
-        p.push_back(text("\n"));
-      }
+      p = qwen_tool_result(rd, i);
     } else {
       rd.refuse(i, "role '" + m.role + "', which the template does not render (system, user, assistant, tool)");
     }

@@ -25,6 +25,7 @@
 #include "gate/runner.hpp"
 #include "optimized/composed/op_set.hpp"
 #include "reference/error.hpp"
+#include "runtime/models.hpp"
 
 namespace akv::cli {
 

@@ -10,6 +10,7 @@
 #include <memory>
 #include <sstream>
 
+#include "gate/environment.hpp"
 #include "gate/gate_isolate.hpp"
 #include "optimized/composed/op_set.hpp"
 #include "optimized/composed/plugin.hpp"

@@ -71,68 +71,43 @@ TEST(IN10_Tools, ToolsAreReadInTheirOrderAndTheirKeysOrder) {
   EXPECT_EQ(o.ignored.size(), 3u);
 }
 
+// Qwen2.5's tool block for kToolsConv's tools (jinja2's rendering), and the turns after the system turn.
+const char* const kQwenTools = R"akv(
+
+# Tools
+
+You may call one or more functions to assist with the user query.
+
+You are provided with function signatures within <tools></tools> XML tags:
+<tools>
+{"type": "function", "function": {"name": "get_weather", "description": "Weather now", "parameters": {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer", "minimum": 1}}, "required": ["city"]}}}
+{"type": "function", "function": {"name": "noop", "parameters": {"type": "object", "properties": {}}}}
+</tools>
+
+For each function call, return a json object with function name and arguments within <tool_call></tool_call> XML tags:
+<tool_call>
+{"name": <function-name>, "arguments": <args-json-object>}
+</tool_call><|im_end|>
+)akv";
+const char* const kQwenTurns = R"akv(<|im_start|>user
+Weather in Zürich?<|im_end|>
+<|im_start|>assistant
+<tool_call>
+{"name": "get_weather", "arguments": {"city": "Zürich", "days": 2}}
+</tool_call><|im_end|>
+<|im_start|>user
+<tool_response>
+sunny
+</tool_response><|im_end|>
+<|im_start|>assistant
+Sunny.<|im_end|>
+)akv";
+
 TEST(CT14_Tools, Qwen25RendersThemInItsSystemTurnAsItsTemplateDoes) {
   const Conversation c = parse_conversation(kToolsConv);
-  EXPECT_EQ(whole(chat::render_turns(chat::TurnTemplate::kQwen25, c)), R"akv(<|im_start|>system
-Be brief.
-
-# Tools
-
-You may call one or more functions to assist with the user query.
-
-You are provided with function signatures within <tools></tools> XML tags:
-<tools>
-{"type": "function", "function": {"name": "get_weather", "description": "Weather now", "parameters": {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer", "minimum": 1}}, "required": ["city"]}}}
-{"type": "function", "function": {"name": "noop", "parameters": {"type": "object", "properties": {}}}}
-</tools>
-
-For each function call, return a json object with function name and arguments within <tool_call></tool_call> XML tags:
-<tool_call>
-{"name": <function-name>, "arguments": <args-json-object>}
-</tool_call><|im_end|>
-<|im_start|>user
-Weather in Zürich?<|im_end|>
-<|im_start|>assistant
-<tool_call>
-{"name": "get_weather", "arguments": {"city": "Zürich", "days": 2}}
-</tool_call><|im_end|>
-<|im_start|>user
-<tool_response>
-sunny
-</tool_response><|im_end|>
-<|im_start|>assistant
-Sunny.<|im_end|>
-)akv");
-  EXPECT_EQ(whole(chat::render_turns(chat::TurnTemplate::kQwen25, without_system(c))), R"akv(<|im_start|>system
-You are Qwen, created by Alibaba Cloud. You are a helpful assistant.
-
-# Tools
-
-You may call one or more functions to assist with the user query.
-
-You are provided with function signatures within <tools></tools> XML tags:
-<tools>
-{"type": "function", "function": {"name": "get_weather", "description": "Weather now", "parameters": {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer", "minimum": 1}}, "required": ["city"]}}}
-{"type": "function", "function": {"name": "noop", "parameters": {"type": "object", "properties": {}}}}
-</tools>
-
-For each function call, return a json object with function name and arguments within <tool_call></tool_call> XML tags:
-<tool_call>
-{"name": <function-name>, "arguments": <args-json-object>}
-</tool_call><|im_end|>
-<|im_start|>user
-Weather in Zürich?<|im_end|>
-<|im_start|>assistant
-<tool_call>
-{"name": "get_weather", "arguments": {"city": "Zürich", "days": 2}}
-</tool_call><|im_end|>
-<|im_start|>user
-<tool_response>
-sunny
-</tool_response><|im_end|>
-<|im_start|>assistant
-Sunny.<|im_end|>
-)akv");
+  EXPECT_EQ(whole(chat::render_turns(chat::TurnTemplate::kQwen25, c)), std::string("<|im_start|>system\nBe brief.") + kQwenTools + kQwenTurns);
+  EXPECT_EQ(whole(chat::render_turns(chat::TurnTemplate::kQwen25, without_system(c))),
+            std::string("<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.") + kQwenTools + kQwenTurns);
   // The tools change the system turn only: message 0's span with a system message, else the preamble's.
   const chat::TurnRendering r = chat::render_turns(chat::TurnTemplate::kQwen25, without_system(c));
   std::string pre;

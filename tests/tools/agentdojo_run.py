@@ -43,7 +43,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from akv_server import SERVERS, Server, SetupError
+from akv_server import Server, SetupError, bound_run, end_run
 
 MODES = ["clean", "attack", "guard", "never-shown"]
 
@@ -285,12 +285,7 @@ def main():
     work = Path(a.work)
     start = time.monotonic()
 
-    def stopped(sig, _):
-        print(f"akv: agentdojo: stopped by {signal.Signals(sig).name}", file=sys.stderr)
-        sys.exit(2)
-
-    signal.signal(signal.SIGTERM, stopped)
-    signal.signal(signal.SIGINT, stopped)
+    timer = bound_run("agentdojo")  # each run is bounded by --mode-limit
     runs = {}
     try:
         a.first = first_functions(a)
@@ -306,8 +301,7 @@ def main():
         print(f"akv: agentdojo: {e}", file=sys.stderr)
         return 2
     finally:
-        for s in SERVERS:
-            s.kill()
+        end_run(timer)
 
     per, diffs, ng, nn = compare(runs["guard"]["exchanges"], runs["never-shown"]["exchanges"])
     rows = []

@@ -17,13 +17,12 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 
-from akv_server import SERVERS, Server, SetupError  # noqa: E402
+from akv_server import Server, SetupError, bound_run, end_run
 
 
 def run_driver(name, python, args, limit_s):
@@ -64,22 +63,7 @@ def main():
         print("akv: crosscheck-agents: no driver selected", file=sys.stderr)
         return 2
 
-    def past_deadline():
-        print(f"FAIL deadline: the run passed {a.deadline:.0f} s", flush=True)
-        for s in SERVERS:
-            s.kill()
-        os._exit(1)
-
-    timer = threading.Timer(a.deadline, past_deadline)
-    timer.daemon = True
-    timer.start()
-
-    def stopped(sig, _):
-        print(f"akv: crosscheck-agents: stopped by {signal.Signals(sig).name}", file=sys.stderr)
-        sys.exit(2)
-
-    signal.signal(signal.SIGTERM, stopped)
-    signal.signal(signal.SIGINT, stopped)
+    timer = bound_run("crosscheck-agents", a.deadline)
     start = time.monotonic()
     passed = failed = 0
     try:
@@ -125,9 +109,7 @@ def main():
         print(f"akv: crosscheck-agents: {e}", file=sys.stderr)
         return 2
     finally:
-        timer.cancel()
-        for s in SERVERS:
-            s.kill()
+        end_run(timer)
     print(f"crosscheck-agents: {passed} passed, {failed} failed", flush=True)
     print(f"model {a.model}, wall {time.monotonic() - start:.1f} s", flush=True)
     return 0 if failed == 0 and passed > 0 else 1

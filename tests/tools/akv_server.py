@@ -1,12 +1,13 @@
 """`akv serve` on loopback for the Python checks (openai_check, agents_check, agentdojo_run):
 one server per object, on 127.0.0.1 at a free port (--port 0, read back from its first line),
 in a process group of its own so that a kill takes its children too. Every server started is
-in SERVERS, for the caller's finally block and deadline to kill."""
+in SERVERS, for the caller's finally block and deadline to kill (bound_run, end_run)."""
 import os
 import queue
 import re
 import signal
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -66,3 +67,39 @@ class Server:
             except ProcessLookupError:
                 pass
             self.proc.wait()
+
+
+def kill_all():
+    for s in SERVERS:
+        s.kill()
+
+
+def bound_run(name, deadline_s=None, doing=lambda: ""):
+    """Makes the run stop by itself: past deadline_s (None: no deadline) a FAIL line, every
+    server killed, exit 1; on SIGTERM or SIGINT a line naming the signal and exit 2 (sys.exit, so
+    the caller's finally runs end_run). `doing()` is appended to both lines (what ran then).
+    Returns the timer for end_run."""
+    def past_deadline():
+        print(f"FAIL deadline: the run passed {deadline_s:.0f} s{doing()}", flush=True)
+        kill_all()
+        os._exit(1)
+
+    def stopped(sig, _):
+        print(f"akv: {name}: stopped by {signal.Signals(sig).name}{doing()}", file=sys.stderr)
+        sys.exit(2)
+
+    timer = None
+    if deadline_s is not None:
+        timer = threading.Timer(deadline_s, past_deadline)
+        timer.daemon = True
+        timer.start()
+    signal.signal(signal.SIGTERM, stopped)
+    signal.signal(signal.SIGINT, stopped)
+    return timer
+
+
+def end_run(timer):
+    """The caller's finally: the deadline cancelled, every server killed."""
+    if timer is not None:
+        timer.cancel()
+    kill_all()

@@ -13,11 +13,9 @@ import argparse
 import concurrent.futures
 import itertools
 import json
-import os
 import random
 import re
 import secrets
-import signal
 import sys
 import tempfile
 import threading
@@ -33,7 +31,7 @@ ERROR_KEYS = {"message", "type", "param", "code"}
 SYSTEM = {"role": "system", "content": "You are a careful banking assistant."}
 
 
-from akv_server import SERVERS, Server, SetupError  # noqa: E402
+from akv_server import Server, SetupError, bound_run, end_run
 
 
 class CheckFailed(Exception):
@@ -546,21 +544,7 @@ def main():
     start = time.monotonic()
     current = ["setup"]
 
-    def past_deadline():  # the run stops by itself: servers killed, FAIL, exit 1
-        print(f"FAIL deadline: the run passed {deadline:.0f} s during '{current[0]}'", flush=True)
-        for s in SERVERS:
-            s.kill()
-        os._exit(1)
-
-    timer = threading.Timer(deadline, past_deadline)
-    timer.daemon = True
-    timer.start()
-    def stopped(sig, _):  # sys.exit runs main's finally: the servers are killed
-        print(f"akv: crosscheck-openai: stopped by {signal.Signals(sig).name} during '{current[0]}'", file=sys.stderr)
-        sys.exit(2)
-
-    signal.signal(signal.SIGTERM, stopped)
-    signal.signal(signal.SIGINT, stopped)
+    timer = bound_run("crosscheck-openai", deadline, lambda: f" during '{current[0]}'")
     ctx = argparse.Namespace(akv=a.akv, model=a.model, load=a.load, synthetic=synthetic,
                              timeout=60 if synthetic else 300)
     passed = failed = 0
@@ -594,9 +578,7 @@ def main():
         print(f"akv: crosscheck-openai: {e}", file=sys.stderr)
         return 2
     finally:
-        timer.cancel()
-        for s in SERVERS:
-            s.kill()
+        end_run(timer)
     print(f"crosscheck-openai: {passed} passed, {failed} failed", flush=True)
     print(f"model {a.model}, wall {time.monotonic() - start:.1f} s", flush=True)
     return 0 if failed == 0 and passed == len(CHECKS) + 1 else 1
