@@ -8,12 +8,17 @@ set(AKV_XGRAMMAR_PREFIX "" CACHE PATH
 set(_akv_xg_prefix "${AKV_XGRAMMAR_PREFIX}")
 if(NOT _akv_xg_prefix)
   # Asked at every configure, so a new pin or compiler (the prefix's stamp) is seen at once.
-  execute_process(COMMAND ${PROJECT_SOURCE_DIR}/scripts/fetch-xgrammar --check
+  # A ThreadSanitizer build links an instrumented xgrammar (its own prefix, built by clang++).
+  set(_akv_xg_flavour "")
+  if(CMAKE_CXX_FLAGS MATCHES "-fsanitize=thread")
+    set(_akv_xg_flavour --sanitize=thread)
+  endif()
+  execute_process(COMMAND ${PROJECT_SOURCE_DIR}/scripts/fetch-xgrammar --check ${_akv_xg_flavour}
                   RESULT_VARIABLE _akv_xg_rc OUTPUT_VARIABLE _akv_xg_prefix ERROR_QUIET
                   OUTPUT_STRIP_TRAILING_WHITESPACE)
   if(NOT _akv_xg_rc EQUAL 0)
     # Short enough that CMake prints it on one line.
-    message(FATAL_ERROR "xgrammar is not built: run scripts/fetch-xgrammar (chat/ needs it)")
+    message(FATAL_ERROR "xgrammar is not built: run scripts/fetch-xgrammar ${_akv_xg_flavour} (chat/ needs it)")
   endif()
 endif()
 foreach(_akv_xg_file lib/libxgrammar.a include/xgrammar/xgrammar.h include/dlpack/dlpack.h)

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "tests/sanitizers.hpp"
 #include "cli_support.hpp"
 #include "support.hpp"
 
@@ -128,8 +129,8 @@ TEST(IN7_ErrorsNameTheProblem, ThroughTheBinary) {
 
 // The fourth case through the binary: (ulimit -v; --threads 256) never returned.
 TEST(IN7_ErrorsNameTheProblem, ThreadsThatCannotStartExitTwo) {
-#if defined(__SANITIZE_ADDRESS__)
-  GTEST_SKIP() << "AddressSanitizer reserves terabytes of address space: ulimit -v cannot apply";
+#if defined(AKV_ASAN) || defined(AKV_TSAN)
+  GTEST_SKIP() << "the sanitizer's shadow memory reserves terabytes of address space: ulimit -v cannot apply";
 #else
   const test::CliRun r = run_akv({"witness", test::example(kConv), "--model", "tiny", "--threads", "256"}, "ulimit -v 1000000;", 60);
   if (r.code == 0) GTEST_SKIP() << "256 threads started within 1 GB of address space here";

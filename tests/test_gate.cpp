@@ -19,6 +19,7 @@
 #include "broken_catalog.hpp"
 #include "cli_support.hpp"
 #include "support.hpp"
+#include "tests/sanitizers.hpp"
 #include "optimized/composed/plugin.hpp"
 #include "optimized/cpu/kernels.hpp"
 #include "reference/c_kernels.hpp"
@@ -371,6 +372,12 @@ const nlohmann::json* find_check(const nlohmann::json& j, const std::string& id)
   return nullptr;
 }
 
+#if defined(AKV_ASAN)
+const std::string kSanitizer = "AddressSanitizer";
+#elif defined(AKV_TSAN)
+const std::string kSanitizer = "ThreadSanitizer";
+#endif
+
 TEST(GT5_GateIsolation, ACrashFailsItsCheckAndTheGateGoesOn) {
   const fs::path out = fs::temp_directory_path() / "akv_test_gate_crash";
   const test::CliRun r = test::run_akv({"gate", "--kernels", AKV_FAULTY_CRASH, "--cases", "20", "--seed", "5", "--json",
@@ -384,9 +391,9 @@ TEST(GT5_GateIsolation, ACrashFailsItsCheckAndTheGateGoesOn) {
   ASSERT_NE(rows, nullptr);
   EXPECT_EQ((*rows)["result"], "fail");
   const std::string msg = (*rows)["message"];
-#ifdef __SANITIZE_ADDRESS__
-  // Under ASan its SEGV handler reports the crash and exits with ASAN_OPTIONS' exitcode.
-  EXPECT_NE(msg.find("AddressSanitizer: SEGV"), std::string::npos) << msg;
+#if defined(AKV_ASAN) || defined(AKV_TSAN)
+  // Under ASan or TSan its SEGV handler reports the crash and exits with the options' exitcode.
+  EXPECT_NE(msg.find(kSanitizer + ": SEGV"), std::string::npos) << msg;
   EXPECT_NE(msg.find("null_panel.c"), std::string::npos) << msg;
 #else
   EXPECT_NE(msg.find("signal 11 (SIGSEGV"), std::string::npos) << msg;
@@ -408,8 +415,8 @@ TEST(GT5_GateIsolation, ACrashFailsItsCheckAndTheGateGoesOn) {
   const test::CliRun alone = test::run_akv({"gate", "--kernels", AKV_FAULTY_CRASH, "--cases", "20", "--seed", "5",
                                             "--check", "GT2.matmul.rows", "--in-process", "--out", out.string()},
                                            "", 120);
-#ifdef __SANITIZE_ADDRESS__
-  EXPECT_NE(alone.err.find("AddressSanitizer: SEGV"), std::string::npos) << alone.err;
+#if defined(AKV_ASAN) || defined(AKV_TSAN)
+  EXPECT_NE(alone.err.find(kSanitizer + ": SEGV"), std::string::npos) << alone.err;
 #else
   EXPECT_EQ(alone.code, 128 + 11) << alone.err;
 #endif
@@ -705,7 +712,8 @@ TEST(GT5_GateReport, TheCSnippetReproducesInTheAuthorsOwnTest) {
   // Compiled with the C compiler against the broken library it fails (1), against the sound one it holds (0).
   for (const auto& [lib, want] : std::vector<std::pair<std::string, int>>{{kSplitK, 1}, {kSoundBase, 0}}) {
     const std::string exe = (s.out / ("cx_" + std::to_string(want))).string();
-    const std::string build = "cc -std=c11 -Werror -Wall -DAKV_CX_MAIN -I " + test::sh_quote(std::string(AKV_SOURCE_DIR) + "/include") + " " +
+    // The C compiler and flags of this build (a sanitizer's runtime for a sanitized library).
+    const std::string build = std::string(AKV_TEST_CC) + " -std=c11 -Werror -Wall -DAKV_CX_MAIN -I " + test::sh_quote(std::string(AKV_SOURCE_DIR) + "/include") + " " +
                               test::sh_quote(c.string()) + " " + test::sh_quote(lib) + " -lm -o " + test::sh_quote(exe);
     ASSERT_EQ(std::system(build.c_str()), 0) << build;
     const int st = std::system(("LD_LIBRARY_PATH=" + test::sh_quote(fs::path(lib).parent_path().string()) + " " + test::sh_quote(exe) + " 2>/dev/null").c_str());
