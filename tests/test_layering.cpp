@@ -201,3 +201,21 @@ TEST(Layering_IncludeOrder, RapidChecksPrivateFunctionsAreDeclaredInOneFile) {
   }
   EXPECT_EQ(found, std::vector<std::string>{"verify/check/rc_runner.cpp"});
 }
+
+TEST(Layering_Names, ARoomsCodeIsInItsRoomsNamespace) {
+  // The folder says the layer, the namespace says it again (issue 44): the readers of untrusted
+  // bytes are akv::readers, the chat templates akv::chat, and no source names another room's.
+  const std::regex opens(R"(namespace\s+akv::([a-z_]+))");
+  for (const auto& [folder, ns] : std::vector<std::pair<std::string, std::string>>{{"readers", "readers"}, {"chat", "chat"}}) {
+    size_t opened = 0;
+    for (const auto& f : fs::recursive_directory_iterator(root() / folder)) {
+      if (!f.is_regular_file() || !is_source(f.path())) continue;
+      const std::string text = read_text(f.path());
+      for (std::sregex_iterator it(text.begin(), text.end(), opens), end; it != end; ++it) {
+        ++opened;
+        EXPECT_EQ((*it)[1].str(), ns) << from_root(f.path()) << " opens namespace akv::" << (*it)[1];
+      }
+    }
+    EXPECT_GT(opened, 5u) << folder << "/: no namespace found to check";
+  }
+}
