@@ -178,8 +178,8 @@ TurnRendering render_qwen3(const Conversation& c) {
       }
       std::string body = "assistant\n";
       if (i > last_query && (i + 1 == n || !reasoning.empty())) {
-        body += "<think>\n" + std::string(lstrip_newlines(rstrip_newlines(reasoning))) + "\n</think>\n\n" +
-                std::string(lstrip_newlines(content));
+        // The reasoning is already stripped of \n at both ends (the template's strip('\n')).
+        body += "<think>\n" + std::string(reasoning) + "\n</think>\n\n" + std::string(lstrip_newlines(content));
       } else {
         body += content;
         dropped = dropped || !reasoning.empty();  // reasoning before the last user query

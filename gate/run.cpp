@@ -37,7 +37,11 @@ namespace {
 
 // Everything that is exit 2 is found before the first check runs (GT5).
 void check_setting(GateArgs& a, bool child) {
-  check_kv_type(a.opt.kv_type, load_model(a.opt.model).model->config);  // q8_0 on tiny: exit 2 before any check
+  // A bad --model, or a cache type the model cannot take (q8_0 on tiny), is exit 2 before any
+  // check runs; the model is loaded once, and not at all by a child running one op check (its
+  // parent checked both) or describing the library.
+  if (!a.describe && !(child && !a.check.empty() && a.check.rfind("GT4.", 0) != 0))
+    check_kv_type(a.opt.kv_type, load_model(a.opt.model).model->config);
   if (!a.check.empty()) describe_check(a.check);  // an unknown id is exit 2 before any check runs
   check_rc_params();
   if (!rc::detail::configuration().reproduce.empty() && a.check.empty() && !a.describe)
@@ -51,8 +55,6 @@ void check_setting(GateArgs& a, bool child) {
     // Absolute, so that a library that changes the working directory cannot move the files.
     a.opt.out = std::filesystem::absolute(a.opt.out).lexically_normal().string();
   }
-  // A bad --model is exit 2 before any check runs; a child running one op check needs no model.
-  if (!a.describe && !(child && !a.check.empty() && a.check.rfind("GT4.", 0) != 0)) load_model(a.opt.model);
 }
 
 }  // namespace
