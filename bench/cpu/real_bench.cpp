@@ -1,8 +1,8 @@
 // akv_real_bench --model PATH.gguf [--threads N] [--runs N] [--steps N] [--only pp512|pp2048|tg] [--witness CMD]
-//                [--json F] [--composed] [--kv-types f32,f16,q8_0] [--no-bandwidth]
+//                [--json F] [--composed] [--kv-types f32,f16,q8_0] [--no-bandwidth] [--depth N]
 // The cpu backend on a real GGUF model, measured the way llama.cpp's llama-bench measures:
 // prefill of 512 and 2048 random tokens in one append with logits for the last row only (pp),
-// decode of single tokens after a 4096-token context (tg at depth 4096); each the median of
+// decode of single tokens after a 4096-token context (tg at depth 4096, or --depth N); each the median of
 // --runs runs after one warm-up. Also the FMA peak and the OpenBLAS kernel name for context;
 // where prefill's and decode's time goes (per op step), with OpenBLAS sgemm on the prefill's
 // matmul shapes as the machine's float32 GEMM roof; and, with --witness, the wall time and peak
@@ -98,7 +98,7 @@ double sgemm_seconds(int m, int k, int d, int runs) {
 int main(int argc, char** argv) {
   std::string path, json_out, witness, only, kv_list = "f32";
   bool composed = false, bandwidth = true;
-  int threads = 2, runs = 5, steps = 32;
+  int threads = 2, runs = 5, steps = 32, depth = 4096;  // depth: the context decode starts at
   for (int i = 1; i < argc; ++i) {
     const bool has = i + 1 < argc;
     if (!std::strcmp(argv[i], "--model") && has) path = argv[++i];
@@ -111,8 +111,9 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--composed")) composed = true;
     else if (!std::strcmp(argv[i], "--kv-types") && has) kv_list = argv[++i];
     else if (!std::strcmp(argv[i], "--no-bandwidth")) bandwidth = false;
+    else if (!std::strcmp(argv[i], "--depth") && has) depth = std::atoi(argv[++i]);
     else {
-      std::cerr << "usage: akv_real_bench --model PATH.gguf [--threads N] [--runs N] [--steps N] [--only pp512|pp2048|tg] [--witness CMD] [--json F] [--composed] [--kv-types f32,f16,q8_0] [--no-bandwidth]\n";
+      std::cerr << "usage: akv_real_bench --model PATH.gguf [--threads N] [--runs N] [--steps N] [--only pp512|pp2048|tg] [--witness CMD] [--json F] [--composed] [--kv-types f32,f16,q8_0] [--no-bandwidth] [--depth N]\n";
       return 2;
     }
   }
@@ -127,8 +128,8 @@ int main(int argc, char** argv) {
     std::cerr << "akv_real_bench: --kv-types: " << e.what() << "\n";
     return 2;
   }
-  if (path.empty() || threads < 1 || runs < 1 || steps < 1) {
-    std::cerr << "akv_real_bench: --model is required; --threads, --runs, --steps must be positive\n";
+  if (path.empty() || threads < 1 || runs < 1 || steps < 1 || depth < 1) {
+    std::cerr << "akv_real_bench: --model is required; --threads, --runs, --steps, --depth must be positive\n";
     return 2;
   }
   auto t0 = Clock::now();
@@ -255,7 +256,7 @@ int main(int argc, char** argv) {
 
   // Decode (tg) at depth 4096: `steps` single-token appends after a 4096-token context.
   if (wanted("tg")) {
-    const size_t ctx = 4096;
+    const auto ctx = static_cast<size_t>(depth);
     const auto t = random_tokens(ctx + steps, 3, c.vocab);
     KVCache cache(c, kv);
     append_last(cache, std::span<const Token>(t.data(), ctx));

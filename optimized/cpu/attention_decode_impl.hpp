@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "optimized/cpu/kernels.hpp"
+#include "optimized/cpu/kv_rows_impl.hpp"
 #include "reference/exp.hpp"
 
 namespace akv::cpu::impl {
@@ -14,17 +15,13 @@ namespace akv::cpu::impl {
 /// Most query heads a decode item carries (split_attention_applies: group <= 6).
 inline constexpr int kDecodeHeads = 6;
 
-// kernels_impl.hpp's scores of keys [j0, j1) of a block for one head (K2 dots, not scaled).
-template <class S>
-void scores(const float* q, const float* k, int stride, int hd, float* e, int j0, int j1);
-
-// The raw K2 dots (not scaled) of keys [j0, j0 + 8k) of a block (row p at kb + p*ks, head_dim
-// 16*C) with HG query heads q + h*16*C, into e[h*es + p], eight keys at a time: per key and head
-// the lane chains fma(q[16b + l], k[16b + l], .) over b = 0..C-1 from +0, then K2's tree
-// (S::reduce8), as dot8; the HG heads share each load of a key's lane set. Every bound is a
-// constant, so the HG x 8 accumulators live in registers.
-template <class S, int C, int HG>
-void decode_scores_run(const float* q, const float* kb, int ks, int nb8, float* e, size_t es) {
+// The raw K2 dots (not scaled) of keys [0, nb8) of a block (row p at kb + p*rb bytes, stored as
+// T, head_dim 16*C, read in place by kv_lanes) with HG query heads q + h*16*C, into e[h*es + p],
+// eight keys at a time: per key and head the lane chains fma(q[16b + l], k[16b + l], .) over
+// b = 0..C-1 from +0, then K2's tree (S::reduce8), as dot8; the HG heads share each load of a
+// key's lane set. Every bound is a constant, so the HG x 8 accumulators live in registers.
+template <class S, KvType T, int C, int HG>
+void decode_scores_run(const float* q, const uint8_t* kb, size_t rb, int nb8, float* e, size_t es) {
   using V = typename S::V;
   constexpr int hd = C * kLanes;
   for (int j0 = 0; j0 < nb8; j0 += 8) {
@@ -34,7 +31,7 @@ void decode_scores_run(const float* q, const float* kb, int ks, int nb8, float* 
     for (int c0 = 0; c0 < 8; c0 += 4)
       for (int b = 0; b < C; ++b) {
         V k[4];
-        for (int c = 0; c < 4; ++c) k[c] = S::load(kb + static_cast<size_t>(j0 + c0 + c) * ks + b * kLanes);
+        for (int c = 0; c < 4; ++c) k[c] = kv_lanes<S, T>(kb + static_cast<size_t>(j0 + c0 + c) * rb, b);
         for (int h = 0; h < HG; ++h) {
           const V qb = S::load(q + static_cast<size_t>(h) * hd + b * kLanes);
           for (int c = 0; c < 4; ++c) a[h][c0 + c] = S::fma(qb, k[c], a[h][c0 + c]);
@@ -46,9 +43,9 @@ void decode_scores_run(const float* q, const float* kb, int ks, int nb8, float* 
 
 // The raw K2 dots of keys [0, nb) of a block with the G query heads q + h*16*C, into e[h*es + p]:
 // runs of heads sharing the key loads (three at a time where 24 accumulators fit the registers),
-// eight keys at a time; the last nb mod 8 keys by scores (dot4 / dot), as the item path.
-template <class S, int C>
-void decode_scores(const float* q, int G, const float* kb, int ks, int nb, float* e, size_t es) {
+// eight keys at a time; the last nb mod 8 keys one at a time (K2's chains, then S::reduce, as dot).
+template <class S, KvType T, int C>
+void decode_scores(const float* q, int G, const uint8_t* kb, size_t rb, int nb, float* e, size_t es) {
   constexpr int kRunHeads = S::kTileBudget >= 24 ? 3 : 1;
   constexpr int hd = C * kLanes;
   const int nb8 = nb / 8 * 8;
@@ -56,13 +53,18 @@ void decode_scores(const float* q, int G, const float* kb, int ks, int nb, float
     const float* qh = q + static_cast<size_t>(h0) * hd;
     float* eh = e + h0 * es;
     switch (std::min(kRunHeads, G - h0)) {
-      case 1: decode_scores_run<S, C, 1>(qh, kb, ks, nb8, eh, es); break;
-      case 2: decode_scores_run<S, C, 2>(qh, kb, ks, nb8, eh, es); break;
-      default: decode_scores_run<S, C, kRunHeads>(qh, kb, ks, nb8, eh, es); break;
+      case 1: decode_scores_run<S, T, C, 1>(qh, kb, rb, nb8, eh, es); break;
+      case 2: decode_scores_run<S, T, C, 2>(qh, kb, rb, nb8, eh, es); break;
+      default: decode_scores_run<S, T, C, kRunHeads>(qh, kb, rb, nb8, eh, es); break;
     }
   }
-  if (nb8 < nb)
-    for (int h = 0; h < G; ++h) scores<S>(q + static_cast<size_t>(h) * hd, kb, ks, hd, e + h * es, nb8, nb);
+  for (int j = nb8; j < nb; ++j)
+    for (int h = 0; h < G; ++h) {
+      typename S::V acc = S::zero();
+      for (int b = 0; b < C; ++b)
+        acc = S::fma(S::load(q + static_cast<size_t>(h) * hd + b * kLanes), kv_lanes<S, T>(kb + static_cast<size_t>(j) * rb, b), acc);
+      e[h * es + j] = S::reduce(acc);
+    }
 }
 
 // Each of the G heads' block max, left to right (m = m < s_p ? s_p : m from s_0), the chains
@@ -78,13 +80,13 @@ void decode_block_max(const float* e, size_t es, int nb, float* mb) {
 
 // Phase 1 of one block for the G heads: scaled scores s_p = dot * scale into e[h*es + p], and
 // each head's block max (decode_block_max).
-template <class S>
-void decode_block_scores(const AttnArgs& a, const float* kb, int ks, int nb, float* e, size_t es, float* mb) {
+template <class S, KvType T>
+void decode_block_scores(const AttnArgs& a, const uint8_t* kb, size_t rb, int nb, float* e, size_t es, float* mb) {
   const int G = a.group;
   switch (a.head_dim) {
-    case 32: decode_scores<S, 2>(a.q, G, kb, ks, nb, e, es); break;
-    case 64: decode_scores<S, 4>(a.q, G, kb, ks, nb, e, es); break;
-    default: decode_scores<S, 8>(a.q, G, kb, ks, nb, e, es); break;  // 128 (split_attention_applies)
+    case 32: decode_scores<S, T, 2>(a.q, G, kb, rb, nb, e, es); break;
+    case 64: decode_scores<S, T, 4>(a.q, G, kb, rb, nb, e, es); break;
+    default: decode_scores<S, T, 8>(a.q, G, kb, rb, nb, e, es); break;  // 128 (split_attention_applies)
   }
   const typename S::V vs = S::set1(a.scale);
   for (int h = 0; h < G; ++h) {

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
 #include "optimized/cpu/attention_decode_impl.hpp"
 #include "optimized/cpu/kernels.hpp"
@@ -87,21 +88,19 @@ void accumulate_keys_any(float* out, const float* v, int stride, const float* e,
   }
 }
 
-// K4 step 5 for U states over keys [0, nb) of a block, C = head_dim / 16 lane sets each: per
-// state the block's chain acc_b[i] = fma(e_p, v_p[i], acc_b[i]) from +0 for p in key order, e_p
-// of state u at e[u][p*es], then acc[i] = fma(acc[i], alpha, acc_b[i]). The U states only share
-// the loads of v_p: each one's chain is the one it runs alone.
+// K4 step 5 for U states over keys [0, nb) of a block, C = head_dim / 16 lane sets each, lane set
+// c of v_p given by row(p, c): per state the block's chain acc_b[i] = fma(e_p, v_p[i], acc_b[i])
+// from +0 for p in key order, e_p of state u at e[u][p*es], then acc[i] = fma(acc[i], alpha,
+// acc_b[i]). The U states only share the loads of v_p: each one's chain is the one it runs alone.
 // kFold false: out[u] receives acc_b itself (the split path folds later, K4 "split over key blocks").
-template <class S, int U, int C, bool kFold = true>
-void accumulate_block(float* const* out, const float* v, int stride, const float* const* e, int nb, const float* alpha,
-                      int es) {
+template <class S, int U, int C, bool kFold, class Row>
+void accumulate_rows(float* const* out, const Row& row, const float* const* e, int nb, const float* alpha, int es) {
   typename S::V acc[U][C];
   for (int u = 0; u < U; ++u)
     for (int c = 0; c < C; ++c) acc[u][c] = S::zero();
   for (int j = 0; j < nb; ++j) {
-    const float* vj = v + static_cast<size_t>(j) * stride;
     typename S::V w[C];
-    for (int c = 0; c < C; ++c) w[c] = S::load(vj + c * kLanes);
+    for (int c = 0; c < C; ++c) w[c] = row(j, c);
     for (int u = 0; u < U; ++u) {
       const typename S::V ej = S::set1(e[u][j * es]);
       for (int c = 0; c < C; ++c) acc[u][c] = S::fma(ej, w[c], acc[u][c]);
@@ -115,6 +114,14 @@ void accumulate_block(float* const* out, const float* v, int stride, const float
     const typename S::V va = S::set1(alpha[u]);
     for (int c = 0; c < C; ++c) S::store(out[u] + c * kLanes, S::fma(S::load(out[u] + c * kLanes), va, acc[u][c]));
   }
+}
+
+// accumulate_rows over float32 rows v + p*stride.
+template <class S, int U, int C, bool kFold = true>
+void accumulate_block(float* const* out, const float* v, int stride, const float* const* e, int nb, const float* alpha,
+                      int es) {
+  auto row = [&](int j, int c) { return S::load(v + static_cast<size_t>(j) * stride + c * kLanes); };
+  accumulate_rows<S, U, C, kFold>(out, row, e, nb, alpha, es);
 }
 
 template <class S, int C>
@@ -501,62 +508,66 @@ void attention(const AttnArgs& a) {
 // One decode item (rows == 1, no mask, head_dim in kAttentionPathHeadDims, group <= kRun) in
 // three phases, so that its key blocks can be spread over threads: (1) per block, the scaled
 // scores and the block max mb (steps 1-2); (2) per block, with the running max m' of blocks
-// 0..b (a prefix max of the mb, the same compares as the serial path), e_p = exp(s_p - m'), the
-// block's own l_b and acc_b from +0 (steps 3-5 before the fold); (3) per state in block order,
+// 0..b (split_running_maxes of the mb, the same compares as the serial path, formed once between
+// the phases), e_p = exp(s_p - m'), the block's own l_b and acc_b from +0 (steps 3-5 before the
+// fold); (3) per state in block order,
 // alpha = exp(m - m'), l = fma(l, alpha, l_b), acc = fma(acc, alpha, acc_b), then acc / l. Every
 // operation and operand is the serial path's; only when each runs changes.
 // Layouts, for n_blocks = split_blocks(a) (kernels.hpp): s (group, n_blocks * kKeyBlock),
-// mb and lb (group, n_blocks), accb (group, n_blocks, head_dim).
+// mb, mr and lb (group, n_blocks), accb (group, n_blocks, head_dim). The typed rows are read
+// in place (kv_lanes), q8_0's converted first (kv_rows_in_place).
+
+// The rows of keys (values: kValues) of block b of item a, read as stored where the kernels can
+// (kv_rows_in_place): f(T, rows, rb, nb) runs on them, T the type they are read as.
+template <class S, bool kValues, class F>
+void with_block_rows(const AttnArgs& a, int b, int n_keys, const F& f) {
+  const int k0 = b * kKeyBlock, nb = std::min(kKeyBlock, n_keys - k0);
+  KvType t;
+  size_t rb;
+  const uint8_t* rows = kv_rows_in_place<S, kValues>(a, k0, nb, t, rb);
+  if (t == KvType::kF16) f(std::integral_constant<KvType, KvType::kF16>{}, rows, rb, nb);
+  else f(std::integral_constant<KvType, KvType::kF32>{}, rows, rb, nb);
+}
 
 template <class S>
 void attention_split_scores(const AttnArgs& a, int b0, int b1, float* s, float* mb) {
   const int G = a.group, nbk = split_blocks(a), n_keys = a.pos + 1;
   const size_t ss = static_cast<size_t>(nbk) * kKeyBlock;
   for (int b = b0; b < b1; ++b) {
-    const int k0 = b * kKeyBlock, nb = std::min(kKeyBlock, n_keys - k0);
-    int ks;
-    const float* kb = key_rows<S>(a, k0, nb, ks);  // K16
     float m[kDecodeHeads];  // the heads share each key load and run their max chains side by side
-    decode_block_scores<S>(a, kb, ks, nb, s + k0, ss, m);
+    with_block_rows<S, false>(a, b, n_keys, [&](auto t, const uint8_t* kb, size_t rb, int nb) {  // K16
+      decode_block_scores<S, decltype(t)::value>(a, kb, rb, nb, s + b * kKeyBlock, ss, m);
+    });
     for (int h = 0; h < G; ++h) mb[h * nbk + b] = m[h];
   }
 }
 
-// The running max after blocks 0..b of one state: m' = (m < mb ? mb : m) from m = -inf.
-inline float split_running_max(const float* mb, int b) {
-  float m = -INFINITY;
-  for (int i = 0; i <= b; ++i) m = m < mb[i] ? mb[i] : m;
-  return m;
-}
-
-// Step 5 without the fold for u <= kRun states of one block: acc_b to out[x] (C lane sets).
-template <class S, int C>
-void split_accumulate(int u, float* const* out, const float* vb, int stride, const float* const* e, int nb) {
+// Step 5 without the fold for u <= kRun states of one block: acc_b to out[x] (C lane sets), the
+// value rows read in place as T (kv_lanes).
+template <class S, KvType T, int C>
+void split_accumulate(int u, float* const* out, const uint8_t* vb, size_t rb, const float* const* e, int nb) {
   const float unused[kRun] = {};
+  auto row = [&](int j, int c) { return kv_lanes<S, T>(vb + static_cast<size_t>(j) * rb, c); };
   switch (u) {
-    case 1: return accumulate_block<S, 1, C, false>(out, vb, stride, e, nb, unused, 1);
-    case 2: return accumulate_block<S, 2, C, false>(out, vb, stride, e, nb, unused, 1);
-    case 3: return accumulate_block<S, 3, C, false>(out, vb, stride, e, nb, unused, 1);
-    case 4: return accumulate_block<S, 4, C, false>(out, vb, stride, e, nb, unused, 1);
-    case 5: return accumulate_block<S, 5, C, false>(out, vb, stride, e, nb, unused, 1);
-    default: return accumulate_block<S, 6, C, false>(out, vb, stride, e, nb, unused, 1);
+    case 1: return accumulate_rows<S, 1, C, false>(out, row, e, nb, unused, 1);
+    case 2: return accumulate_rows<S, 2, C, false>(out, row, e, nb, unused, 1);
+    case 3: return accumulate_rows<S, 3, C, false>(out, row, e, nb, unused, 1);
+    case 4: return accumulate_rows<S, 4, C, false>(out, row, e, nb, unused, 1);
+    case 5: return accumulate_rows<S, 5, C, false>(out, row, e, nb, unused, 1);
+    default: return accumulate_rows<S, 6, C, false>(out, row, e, nb, unused, 1);
   }
 }
 
 template <class S>
-void attention_split_values(const AttnArgs& a, int b0, int b1, float* s, const float* mb, float* lb, float* accb) {
+void attention_split_values(const AttnArgs& a, int b0, int b1, float* s, const float* mr, float* lb, float* accb) {
   const int hd = a.head_dim, G = a.group, nbk = split_blocks(a), n_keys = a.pos + 1;
   const size_t ss = static_cast<size_t>(nbk) * kKeyBlock;
-  float mrun[kRun];
-  for (int h = 0; h < G; ++h) mrun[h] = b0 > 0 ? split_running_max(mb + h * nbk, b0 - 1) : -INFINITY;
   for (int b = b0; b < b1; ++b) {
     const int k0 = b * kKeyBlock, nb = std::min(kKeyBlock, n_keys - k0);
-    float* outs[kRun];
-    const float* es[kRun];
+    float* outs[kRun] = {};
+    const float* es[kRun] = {};
     for (int h = 0; h < G; ++h) {
-      const float bm = mb[h * nbk + b];
-      const float m_new = mrun[h] < bm ? bm : mrun[h];
-      mrun[h] = m_new;
+      const float m_new = mr[h * nbk + b];
       float* e = s + h * ss + k0;
       int j = 0;
       const typename S::V vm = S::set1(m_new);
@@ -568,17 +579,18 @@ void attention_split_values(const AttnArgs& a, int b0, int b1, float* s, const f
     float l[kDecodeHeads];  // the heads' l_b chains side by side
     decode_block_sums(G, es, nb, l);
     for (int h = 0; h < G; ++h) lb[h * nbk + b] = l[h];
-    int vs;
-    const float* vb = value_rows<S>(a, k0, nb, vs);  // K16
-    for (int h0 = 0; h0 < G;) {  // as accumulate_states: the runs share each v_p load
-      const int u = hd == 128 ? std::min(2, G - h0) : (hd == 64 && S::kTileBudget < 24) ? std::min(4, G - h0) : G - h0;
-      switch (hd) {
-        case 32: split_accumulate<S, 2>(u, outs + h0, vb, vs, es + h0, nb); break;
-        case 64: split_accumulate<S, 4>(u, outs + h0, vb, vs, es + h0, nb); break;
-        default: split_accumulate<S, 8>(u, outs + h0, vb, vs, es + h0, nb); break;  // 128: u <= 2
+    with_block_rows<S, true>(a, b, n_keys, [&](auto t, const uint8_t* vb, size_t rb, int) {  // K16
+      constexpr KvType T = decltype(t)::value;
+      for (int h0 = 0; h0 < G;) {  // as accumulate_states: the runs share each v_p load
+        const int u = hd == 128 ? std::min(2, G - h0) : (hd == 64 && S::kTileBudget < 24) ? std::min(4, G - h0) : G - h0;
+        switch (hd) {
+          case 32: split_accumulate<S, T, 2>(u, outs + h0, vb, rb, es + h0, nb); break;
+          case 64: split_accumulate<S, T, 4>(u, outs + h0, vb, rb, es + h0, nb); break;
+          default: split_accumulate<S, T, 8>(u, outs + h0, vb, rb, es + h0, nb); break;  // 128: u <= 2
+        }
+        h0 += u;
       }
-      h0 += u;
-    }
+    });
   }
 }
 

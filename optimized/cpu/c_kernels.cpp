@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "optimized/cpu/kernels.hpp"
+#include "optimized/cpu/split_decode.hpp"
 #include "reference/error.hpp"
 
 namespace akv::cpu {
@@ -81,7 +82,7 @@ struct CpuTableOps {
     };
     ThreadPool& pool = *self(ctx).pool_;
     if (M == 1 && pool.size() > 1 && pos0 >= kKeyBlock && mask == nullptr && split_attention_applies(item(0, 0, 1))) {
-      split_decode(pool, K, item, kvh, group, hd, split_blocks(item(0, 0, 1)));
+      split(pool, K, item, kvh);
       return;
     }
     pool.run(blocks * kvh, [&](int b, int e) {
@@ -92,34 +93,16 @@ struct CpuTableOps {
     });
   }
 
-  // K4 "split over key blocks" for one decode token: units of key blocks across the pool, each
-  // unit all KV heads, in the three phases of kernels.hpp; the fused forward's split exactly
-  // (cpu_backend.cpp: about 8 units a thread). Its buffers are filled with NaN first: every
-  // float the phases read they wrote.
+  // K4 "split over key blocks" for one decode token: the fused forward's driver (split_decode.hpp)
+  // on scratch filled with NaN first, so every float the phases read they wrote.
   template <class Item>
-  static void split_decode(ThreadPool& pool, const Kernels& K, const Item& item, int kvh, int group, int hd, int nbk) {
-    const int cb = std::max(1, nbk / (8 * pool.size())), chunks = (nbk + cb - 1) / cb;
-    const size_t per_s = static_cast<size_t>(group) * nbk * kKeyBlock, per_b = static_cast<size_t>(group) * nbk;
+  static void split(ThreadPool& pool, const Kernels& K, const Item& item, int kvh) {
+    std::vector<AttnArgs> items(kvh);
+    for (int g = 0; g < kvh; ++g) items[g] = item(0, g, 1);
+    const SplitSizes n = split_sizes(items[0], kvh);
     const float nan = std::numeric_limits<float>::quiet_NaN();
-    std::vector<float> s(kvh * per_s, nan), mb(kvh * per_b, nan), lb(kvh * per_b, nan), acc(kvh * per_b * hd, nan);
-    auto phase = [&](bool values) {
-      pool.run(chunks, [&](int u0, int u1) {
-        for (int u = u0; u < u1; ++u) {
-          const int b0 = u * cb, b1 = std::min(nbk, b0 + cb);
-          for (int g = 0; g < kvh; ++g) {
-            float* sg = s.data() + g * per_s;
-            float* mbg = mb.data() + g * per_b;
-            if (values)
-              K.attention_split_values(item(0, g, 1), b0, b1, sg, mbg, lb.data() + g * per_b, acc.data() + g * per_b * hd);
-            else K.attention_split_scores(item(0, g, 1), b0, b1, sg, mbg);
-          }
-        }
-      });
-    };
-    phase(false);
-    phase(true);
-    for (int g = 0; g < kvh; ++g)
-      K.attention_split_fold(item(0, g, 1), mb.data() + g * per_b, lb.data() + g * per_b, acc.data() + g * per_b * hd);
+    std::vector<float> s(n.s, nan), mb(n.b, nan), mr(n.b, nan), lb(n.b, nan), acc(n.acc, nan);
+    split_decode(pool, K, items, {s.data(), mb.data(), mr.data(), lb.data(), acc.data()});
   }
 };
 

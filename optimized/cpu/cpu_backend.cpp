@@ -6,6 +6,7 @@
 #include <map>
 #include <mutex>
 
+#include "optimized/cpu/split_decode.hpp"
 #include "reference/error.hpp"
 #include "reference/ops.hpp"
 #include "reference/strict.hpp"
@@ -161,25 +162,20 @@ void CpuBackend::forward_batch(std::span<const BatchItem> items) {
   };
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   // One decode token over two or more key blocks, with threads to share them: the split path.
-  bool split_decode = false;
-  int split_nbk = 0, split_cb = 1, split_chunks = 0;
-  if (rows == 1 && pool_.size() > 1 && row_pos_[0] >= kKeyBlock && items[0].cache->mask() == nullptr) {
-    AttnArgs probe;
-    probe.rows = 1;
-    probe.group = group;
-    probe.head_dim = hd;
-    probe.pos = row_pos_[0];
-    split_decode = split_attention_applies(probe);
-    split_nbk = split_blocks(probe);
-    split_cb = std::max(1, split_nbk / (8 * pool_.size()));  // about 8 units a thread
-    split_chunks = (split_nbk + split_cb - 1) / split_cb;
-  }
-  if (split_decode) {
-    const size_t states = static_cast<size_t>(c.n_kv_heads) * group;
-    size(split_s_, states * split_nbk * kKeyBlock);
-    size(split_mb_, states * split_nbk);
-    size(split_lb_, states * split_nbk);
-    size(split_acc_, states * split_nbk * hd);
+  AttnArgs probe;
+  probe.group = group;
+  probe.head_dim = hd;
+  probe.pos = rows == 1 ? row_pos_[0] : 0;
+  const bool split = rows == 1 && pool_.size() > 1 && probe.pos >= kKeyBlock && items[0].cache->mask() == nullptr &&
+                     split_attention_applies(probe);
+  if (split) {
+    const SplitSizes n = split_sizes(probe, c.n_kv_heads);
+    size(split_s_, n.s);
+    size(split_mb_, n.b);
+    size(split_mr_, n.b);
+    size(split_lb_, n.b);
+    size(split_acc_, n.acc);
+    split_items_.resize(c.n_kv_heads);
   }
 
   for (int l = 0; l < c.n_layers; ++l) {
@@ -264,34 +260,12 @@ void CpuBackend::forward_batch(std::span<const BatchItem> items) {
           k.attention(a);
         }
       });
-    } else if (split_decode) {
+    } else if (split) {
       // One decode token: its n_kv_heads items would leave threads idle (3 items on 2 threads),
-      // so each item's key blocks are spread over the threads in K4's three phases (kernels.hpp
-      // attention_split_*). Which thread runs which block changes no operation (K8).
-      const size_t per_s = static_cast<size_t>(group) * split_nbk * kKeyBlock, per_b = static_cast<size_t>(group) * split_nbk;
-      auto phase = [&](bool values) {
-        // A unit is a range of key blocks, all KV heads: the heads of a cache row are adjacent,
-        // so the range's rows come from memory once, contiguously, and stay in L2 for the
-        // other heads.
-        pool_.run(split_chunks, [&](int u0, int u1) {
-          for (int u = u0; u < u1; ++u) {
-            const int b0 = u * split_cb, b1 = std::min(split_nbk, b0 + split_cb);
-            for (int g = 0; g < c.n_kv_heads; ++g) {
-              const AttnArgs a = item_args(0, g, 1);
-              float* sg = split_s_.data() + g * per_s;
-              float* mbg = split_mb_.data() + g * per_b;
-              if (values)
-                k.attention_split_values(a, b0, b1, sg, mbg, split_lb_.data() + g * per_b, split_acc_.data() + g * per_b * hd);
-              else k.attention_split_scores(a, b0, b1, sg, mbg);
-            }
-          }
-        });
-      };
-      phase(false);
-      phase(true);
-      for (int g = 0; g < c.n_kv_heads; ++g)
-        k.attention_split_fold(item_args(0, g, 1), split_mb_.data() + g * per_b, split_lb_.data() + g * per_b,
-                               split_acc_.data() + g * per_b * hd);
+      // so their key blocks are spread over the threads (split_decode.hpp, K4, K8).
+      for (int g = 0; g < c.n_kv_heads; ++g) split_items_[g] = item_args(0, g, 1);
+      split_decode(pool_, k, split_items_,
+                   {split_s_.data(), split_mb_.data(), split_mr_.data(), split_lb_.data(), split_acc_.data()});
     } else
     pool_.run(n_blocks * c.n_kv_heads, [&](int b, int e) {
       for (int i = b; i < e; ++i) {

@@ -96,9 +96,9 @@ class CpuBackend final : public Backend {
   std::vector<int> out_rows_;  // call rows whose logits were asked for (BatchItem::rows)
   /// Attention items' token blocks (first row, rows): consecutive tokens of one session (K4).
   std::vector<std::pair<int, int>> blocks_;
-  /// The split decode attention's phases (kernels.hpp attention_split_*), per KV head: scores
-  /// (group, blocks * kKeyBlock), block maxes and sums (group, blocks), value sums (group, blocks, head_dim).
-  Scratch split_s_, split_mb_, split_lb_, split_acc_;
+  /// The split decode attention's scratch (split_decode.hpp SplitScratch).
+  Scratch split_s_, split_mb_, split_mr_, split_lb_, split_acc_;
+  std::vector<AttnArgs> split_items_;  // (n_kv_heads,) the token's items
   static constexpr int kAttnRows = 16;  // 16 tokens x 3 heads fill three 16-lane sets (K4 lane path)
 };
 

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <limits>
 #include <memory>
 #include <vector>
 
@@ -144,9 +145,10 @@ struct Kernels {
   /// phase 1, key blocks [b0, b1): scaled scores to s (G, n_blocks * kKeyBlock), block maxes to
   /// mb (G, n_blocks).
   void (*attention_split_scores)(const AttnArgs& a, int b0, int b1, float* s, float* mb);
-  /// Phase 2, key blocks [b0, b1), after phase 1 of every block: exp(s_p - m') in place in s,
-  /// the blocks' own sums to lb (G, n_blocks) and value sums to accb (G, n_blocks, head_dim).
-  void (*attention_split_values)(const AttnArgs& a, int b0, int b1, float* s, const float* mb, float* lb, float* accb);
+  /// Phase 2, key blocks [b0, b1), after phase 1 of every block: with mr (G, n_blocks) the
+  /// running maxes m' (split_running_maxes of phase 1's mb), exp(s_p - m') in place in s, the
+  /// blocks' own sums to lb (G, n_blocks) and value sums to accb (G, n_blocks, head_dim).
+  void (*attention_split_values)(const AttnArgs& a, int b0, int b1, float* s, const float* mr, float* lb, float* accb);
   /// Phase 3, after phase 2 of every block: the folds in block order and out = acc / l.
   void (*attention_split_fold)(const AttnArgs& a, const float* mb, const float* lb, const float* accb);
   /// A K or V row x (n,) stored as type t into out: kv_encode_row's bytes (spec/state.md S6, S7).
@@ -157,6 +159,20 @@ struct Kernels {
 
 /// n_blocks of the split phases above: the key blocks ceil((pos + 1) / kKeyBlock) of item `a`.
 inline int split_blocks(const AttnArgs& a) { return (a.pos + kKeyBlock) / kKeyBlock; }
+
+/// Between the split's phases 1 and 2: per head h < G, the running max after each of the n_blocks
+/// blocks, mr[h*n_blocks + b] = m'_b, K4 step 2's compares m' = (m < mb ? mb : m) over mb_0..mb_b
+/// from m = -inf (spec/kernels-cpu.md K4 "Split over key blocks"). mb, mr: (G, n_blocks).
+inline void split_running_maxes(const float* mb, int G, int n_blocks, float* mr) {
+  for (int h = 0; h < G; ++h) {
+    float m = -std::numeric_limits<float>::infinity();
+    for (int b = 0; b < n_blocks; ++b) {
+      const float x = mb[h * n_blocks + b];
+      m = m < x ? x : m;
+      mr[h * n_blocks + b] = m;
+    }
+  }
+}
 
 /// Whether the split phases above take item `a`: one token (rows == 1), no mask, head_dim in
 /// kAttentionPathHeadDims, group <= 6 (the runs of states sharing a v_p load, K4).

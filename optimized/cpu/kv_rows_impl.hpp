@@ -95,6 +95,37 @@ const float* kv_rows(const AttnArgs& a, int k0, int nb, int& stride) {
   return out;
 }
 
+// Rows of item a's keys (values: kValues) from k0 as the kernel reads them in place: the cache's
+// own rows (f32, f16; row p at the result + p * rb bytes), or, for q8_0, whose per-block scale
+// would cost a scalar conversion at every load, rows [k0, k0 + nb) converted into this thread's
+// buffer as kv_rows does (then read as f32). `t` receives the type the rows are read as.
+template <class S, bool kValues>
+const uint8_t* kv_rows_in_place(const AttnArgs& a, int k0, int nb, KvType& t, size_t& rb) {
+  if (a.kv == KvType::kQ8_0) {
+    int stride;
+    const float* r = kv_rows<S, kValues>(a, k0, nb, stride);
+    t = KvType::kF32;
+    rb = static_cast<size_t>(stride) * sizeof(float);
+    return reinterpret_cast<const uint8_t*>(r);
+  }
+  t = a.kv;
+  if (t == KvType::kF32) {
+    rb = static_cast<size_t>(a.stride) * sizeof(float);
+    return reinterpret_cast<const uint8_t*>((kValues ? a.v : a.k) + static_cast<size_t>(k0) * a.stride);
+  }
+  rb = a.row_bytes;
+  return (kValues ? a.vq : a.kq) + static_cast<size_t>(k0) * a.row_bytes;
+}
+
+// Lane set c (values 16c .. 16c + 15) of a stored row as float32 (S8: exact), read in place:
+// T is kF32 or kF16 (kv_rows_in_place converts q8_0 first).
+template <class S, KvType T>
+inline typename S::V kv_lanes(const uint8_t* row, int c) {
+  static_assert(T == KvType::kF32 || T == KvType::kF16);
+  if constexpr (T == KvType::kF32) return S::load(reinterpret_cast<const float*>(row) + c * kLanes);
+  else return S::f16(row + 2 * c * kLanes);
+}
+
 template <class S>
 const float* key_rows(const AttnArgs& a, int k0, int nb, int& stride) {
   return kv_rows<S, false>(a, k0, nb, stride);
