@@ -15,13 +15,13 @@ namespace akv::cpu::impl {
 /// Most query heads a decode item carries (split_attention_applies: group <= 6).
 inline constexpr int kDecodeHeads = 6;
 
-// The raw K2 dots (not scaled) of keys [0, nb8) of a block (row p at kb + p*rb bytes, stored as
-// T, head_dim 16*C, read in place by kv_lanes) with HG query heads q + h*16*C, into e[h*es + p],
+// The raw K2 dots (not scaled) of keys [0, nb8) of a block (a row view of kv_rows_impl.hpp, read
+// in place, head_dim 16*C) with HG query heads q + h*16*C, into e[h*es + p],
 // eight keys at a time: per key and head the lane chains fma(q[16b + l], k[16b + l], .) over
 // b = 0..C-1 from +0, then K2's tree (S::reduce8), as dot8; the HG heads share each load of a
 // key's lane set. Every bound is a constant, so the HG x 8 accumulators live in registers.
-template <class S, KvType T, int C, int HG>
-void decode_scores_run(const float* q, const uint8_t* kb, size_t rb, int nb8, float* e, size_t es) {
+template <class S, class R, int C, int HG>
+void decode_scores_run(const float* q, const R& kb, int nb8, float* e, size_t es) {
   using V = typename S::V;
   constexpr int hd = C * kLanes;
   for (int j0 = 0; j0 < nb8; j0 += 8) {
@@ -31,7 +31,7 @@ void decode_scores_run(const float* q, const uint8_t* kb, size_t rb, int nb8, fl
     for (int c0 = 0; c0 < 8; c0 += 4)
       for (int b = 0; b < C; ++b) {
         V k[4];
-        for (int c = 0; c < 4; ++c) k[c] = kv_lanes<S, T>(kb + static_cast<size_t>(j0 + c0 + c) * rb, b);
+        for (int c = 0; c < 4; ++c) k[c] = kb.lanes(j0 + c0 + c, b);
         for (int h = 0; h < HG; ++h) {
           const V qb = S::load(q + static_cast<size_t>(h) * hd + b * kLanes);
           for (int c = 0; c < 4; ++c) a[h][c0 + c] = S::fma(qb, k[c], a[h][c0 + c]);
@@ -44,8 +44,8 @@ void decode_scores_run(const float* q, const uint8_t* kb, size_t rb, int nb8, fl
 // The raw K2 dots of keys [0, nb) of a block with the G query heads q + h*16*C, into e[h*es + p]:
 // runs of heads sharing the key loads (three at a time where 24 accumulators fit the registers),
 // eight keys at a time; the last nb mod 8 keys one at a time (K2's chains, then S::reduce, as dot).
-template <class S, KvType T, int C>
-void decode_scores(const float* q, int G, const uint8_t* kb, size_t rb, int nb, float* e, size_t es) {
+template <class S, class R, int C>
+void decode_scores(const float* q, int G, const R& kb, int nb, float* e, size_t es) {
   constexpr int kRunHeads = S::kTileBudget >= 24 ? 3 : 1;
   constexpr int hd = C * kLanes;
   const int nb8 = nb / 8 * 8;
@@ -53,16 +53,16 @@ void decode_scores(const float* q, int G, const uint8_t* kb, size_t rb, int nb, 
     const float* qh = q + static_cast<size_t>(h0) * hd;
     float* eh = e + h0 * es;
     switch (std::min(kRunHeads, G - h0)) {
-      case 1: decode_scores_run<S, T, C, 1>(qh, kb, rb, nb8, eh, es); break;
-      case 2: decode_scores_run<S, T, C, 2>(qh, kb, rb, nb8, eh, es); break;
-      default: decode_scores_run<S, T, C, kRunHeads>(qh, kb, rb, nb8, eh, es); break;
+      case 1: decode_scores_run<S, R, C, 1>(qh, kb, nb8, eh, es); break;
+      case 2: decode_scores_run<S, R, C, 2>(qh, kb, nb8, eh, es); break;
+      default: decode_scores_run<S, R, C, kRunHeads>(qh, kb, nb8, eh, es); break;
     }
   }
   for (int j = nb8; j < nb; ++j)
     for (int h = 0; h < G; ++h) {
       typename S::V acc = S::zero();
       for (int b = 0; b < C; ++b)
-        acc = S::fma(S::load(q + static_cast<size_t>(h) * hd + b * kLanes), kv_lanes<S, T>(kb + static_cast<size_t>(j) * rb, b), acc);
+        acc = S::fma(S::load(q + static_cast<size_t>(h) * hd + b * kLanes), kb.lanes(j, b), acc);
       e[h * es + j] = S::reduce(acc);
     }
 }
@@ -80,13 +80,13 @@ void decode_block_max(const float* e, size_t es, int nb, float* mb) {
 
 // Phase 1 of one block for the G heads: scaled scores s_p = dot * scale into e[h*es + p], and
 // each head's block max (decode_block_max).
-template <class S, KvType T>
-void decode_block_scores(const AttnArgs& a, const uint8_t* kb, size_t rb, int nb, float* e, size_t es, float* mb) {
+template <class S, class R>
+void decode_block_scores(const AttnArgs& a, const R& kb, int nb, float* e, size_t es, float* mb) {
   const int G = a.group;
   switch (a.head_dim) {
-    case 32: decode_scores<S, T, 2>(a.q, G, kb, rb, nb, e, es); break;
-    case 64: decode_scores<S, T, 4>(a.q, G, kb, rb, nb, e, es); break;
-    default: decode_scores<S, T, 8>(a.q, G, kb, rb, nb, e, es); break;  // 128 (split_attention_applies)
+    case 32: decode_scores<S, R, 2>(a.q, G, kb, nb, e, es); break;
+    case 64: decode_scores<S, R, 4>(a.q, G, kb, nb, e, es); break;
+    default: decode_scores<S, R, 8>(a.q, G, kb, nb, e, es); break;  // 128 (split_attention_applies)
   }
   const typename S::V vs = S::set1(a.scale);
   for (int h = 0; h < G; ++h) {

@@ -12,7 +12,6 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <type_traits>
 
 #include "optimized/cpu/attention_decode_impl.hpp"
 #include "optimized/cpu/kernels.hpp"
@@ -514,20 +513,8 @@ void attention(const AttnArgs& a) {
 // alpha = exp(m - m'), l = fma(l, alpha, l_b), acc = fma(acc, alpha, acc_b), then acc / l. Every
 // operation and operand is the serial path's; only when each runs changes.
 // Layouts, for n_blocks = split_blocks(a) (kernels.hpp): s (group, n_blocks * kKeyBlock),
-// mb, mr and lb (group, n_blocks), accb (group, n_blocks, head_dim). The typed rows are read
-// in place (kv_lanes), q8_0's converted first (kv_rows_in_place).
-
-// The rows of keys (values: kValues) of block b of item a, read as stored where the kernels can
-// (kv_rows_in_place): f(T, rows, rb, nb) runs on them, T the type they are read as.
-template <class S, bool kValues, class F>
-void with_block_rows(const AttnArgs& a, int b, int n_keys, const F& f) {
-  const int k0 = b * kKeyBlock, nb = std::min(kKeyBlock, n_keys - k0);
-  KvType t;
-  size_t rb;
-  const uint8_t* rows = kv_rows_in_place<S, kValues>(a, k0, nb, t, rb);
-  if (t == KvType::kF16) f(std::integral_constant<KvType, KvType::kF16>{}, rows, rb, nb);
-  else f(std::integral_constant<KvType, KvType::kF32>{}, rows, rb, nb);
-}
+// mb, mr and lb (group, n_blocks), accb (group, n_blocks, head_dim). The cache rows come as a
+// row view (kv_rows_impl.hpp with_row_view, K16): f32 and f16 read in place.
 
 template <class S>
 void attention_split_scores(const AttnArgs& a, int b0, int b1, float* s, float* mb) {
@@ -535,19 +522,18 @@ void attention_split_scores(const AttnArgs& a, int b0, int b1, float* s, float* 
   const size_t ss = static_cast<size_t>(nbk) * kKeyBlock;
   for (int b = b0; b < b1; ++b) {
     float m[kDecodeHeads];  // the heads share each key load and run their max chains side by side
-    with_block_rows<S, false>(a, b, n_keys, [&](auto t, const uint8_t* kb, size_t rb, int nb) {  // K16
-      decode_block_scores<S, decltype(t)::value>(a, kb, rb, nb, s + b * kKeyBlock, ss, m);
-    });
+    const int k0 = b * kKeyBlock, nb = std::min(kKeyBlock, n_keys - k0);
+    with_row_view<S, false>(a, k0, nb, [&](const auto& kb) { decode_block_scores<S>(a, kb, nb, s + k0, ss, m); });  // K16
     for (int h = 0; h < G; ++h) mb[h * nbk + b] = m[h];
   }
 }
 
 // Step 5 without the fold for u <= kRun states of one block: acc_b to out[x] (C lane sets), the
-// value rows read in place as T (kv_lanes).
-template <class S, KvType T, int C>
-void split_accumulate(int u, float* const* out, const uint8_t* vb, size_t rb, const float* const* e, int nb) {
+// value rows a row view read in place (K16).
+template <class S, int C, class R>
+void split_accumulate(int u, float* const* out, const R& vb, const float* const* e, int nb) {
   const float unused[kRun] = {};
-  auto row = [&](int j, int c) { return kv_lanes<S, T>(vb + static_cast<size_t>(j) * rb, c); };
+  auto row = [&](int j, int c) { return vb.lanes(j, c); };
   switch (u) {
     case 1: return accumulate_rows<S, 1, C, false>(out, row, e, nb, unused, 1);
     case 2: return accumulate_rows<S, 2, C, false>(out, row, e, nb, unused, 1);
@@ -579,14 +565,13 @@ void attention_split_values(const AttnArgs& a, int b0, int b1, float* s, const f
     float l[kDecodeHeads];  // the heads' l_b chains side by side
     decode_block_sums(G, es, nb, l);
     for (int h = 0; h < G; ++h) lb[h * nbk + b] = l[h];
-    with_block_rows<S, true>(a, b, n_keys, [&](auto t, const uint8_t* vb, size_t rb, int) {  // K16
-      constexpr KvType T = decltype(t)::value;
+    with_row_view<S, true>(a, k0, nb, [&](const auto& vb) {  // K16
       for (int h0 = 0; h0 < G;) {  // as accumulate_states: the runs share each v_p load
         const int u = hd == 128 ? std::min(2, G - h0) : (hd == 64 && S::kTileBudget < 24) ? std::min(4, G - h0) : G - h0;
         switch (hd) {
-          case 32: split_accumulate<S, T, 2>(u, outs + h0, vb, rb, es + h0, nb); break;
-          case 64: split_accumulate<S, T, 4>(u, outs + h0, vb, rb, es + h0, nb); break;
-          default: split_accumulate<S, T, 8>(u, outs + h0, vb, rb, es + h0, nb); break;  // 128: u <= 2
+          case 32: split_accumulate<S, 2>(u, outs + h0, vb, es + h0, nb); break;
+          case 64: split_accumulate<S, 4>(u, outs + h0, vb, es + h0, nb); break;
+          default: split_accumulate<S, 8>(u, outs + h0, vb, es + h0, nb); break;  // 128: u <= 2
         }
         h0 += u;
       }

@@ -95,35 +95,33 @@ const float* kv_rows(const AttnArgs& a, int k0, int nb, int& stride) {
   return out;
 }
 
-// Rows of item a's keys (values: kValues) from k0 as the kernel reads them in place: the cache's
-// own rows (f32, f16; row p at the result + p * rb bytes), or, for q8_0, whose per-block scale
-// would cost a scalar conversion at every load, rows [k0, k0 + nb) converted into this thread's
-// buffer as kv_rows does (then read as f32). `t` receives the type the rows are read as.
-template <class S, bool kValues>
-const uint8_t* kv_rows_in_place(const AttnArgs& a, int k0, int nb, KvType& t, size_t& rb) {
-  if (a.kv == KvType::kQ8_0) {
-    int stride;
-    const float* r = kv_rows<S, kValues>(a, k0, nb, stride);
-    t = KvType::kF32;
-    rb = static_cast<size_t>(stride) * sizeof(float);
-    return reinterpret_cast<const uint8_t*>(r);
+// Cache rows as attention reads them in place (S8, K16): lanes(p, c) is lane set c (values 16c ..
+// 16c + 15) of row p as float32, converted in the register that takes it; both give S8's exact
+// values, so a kernel over either performs the f32 kernel's operations on the same operands.
+template <class S>
+struct F32Rows {  // the cache's own float rows
+  const uint8_t* base;
+  size_t rb;  // bytes between rows
+  typename S::V lanes(int p, int c) const {
+    return S::load(reinterpret_cast<const float*>(base + static_cast<size_t>(p) * rb) + c * kLanes);
   }
-  t = a.kv;
-  if (t == KvType::kF32) {
-    rb = static_cast<size_t>(a.stride) * sizeof(float);
-    return reinterpret_cast<const uint8_t*>((kValues ? a.v : a.k) + static_cast<size_t>(k0) * a.stride);
-  }
-  rb = a.row_bytes;
-  return (kValues ? a.vq : a.kq) + static_cast<size_t>(k0) * a.row_bytes;
-}
-
-// Lane set c (values 16c .. 16c + 15) of a stored row as float32 (S8: exact), read in place:
-// T is kF32 or kF16 (kv_rows_in_place converts q8_0 first).
-template <class S, KvType T>
-inline typename S::V kv_lanes(const uint8_t* row, int c) {
-  static_assert(T == KvType::kF32 || T == KvType::kF16);
-  if constexpr (T == KvType::kF32) return S::load(reinterpret_cast<const float*>(row) + c * kLanes);
-  else return S::f16(row + 2 * c * kLanes);
+};
+template <class S>
+struct F16Rows {  // binary16, widened by S::f16
+  const uint8_t* base;
+  size_t rb;
+  typename S::V lanes(int p, int c) const { return S::f16(base + static_cast<size_t>(p) * rb + 2 * c * kLanes); }
+};
+// Rows [k0, k0 + nb) of item a's keys (values: kValues) as a row view: f(rows) runs on it. f32
+// and f16 rows are read in place; q8_0's are converted into this thread's buffer first (kv_rows),
+// since widening its per-block scale at every load measured slower than the one pass over the
+// block (docs/performance.md).
+template <class S, bool kValues, class F>
+void with_row_view(const AttnArgs& a, int k0, int nb, const F& f) {
+  if (a.kv == KvType::kF16) return f(F16Rows<S>{(kValues ? a.vq : a.kq) + static_cast<size_t>(k0) * a.row_bytes, a.row_bytes});
+  int stride;
+  const float* rows = kv_rows<S, kValues>(a, k0, nb, stride);
+  f(F32Rows<S>{reinterpret_cast<const uint8_t*>(rows), static_cast<size_t>(stride) * sizeof(float)});
 }
 
 template <class S>
