@@ -7,7 +7,6 @@
 #include <algorithm>
 
 #include "optimized/cpu/kernels.hpp"
-#include "optimized/cpu/kv_rows_impl.hpp"
 #include "reference/exp.hpp"
 
 namespace akv::cpu::impl {
