@@ -272,7 +272,7 @@ TEST_P(K4_Attention, SplitOverKeyBlocksEqualsTheItemWhateverTheRanges) {
           cpu::split_running_maxes(mb.data(), group, nbk, mr.data());
           for (int b0 = (nbk - 1) / cb * cb; b0 >= 0; b0 -= cb)
             K().attention_split_values(a, b0, std::min(nbk, b0 + cb), s.data(), mr.data(), lb.data(), acc.data());
-          K().attention_split_fold(a, mb.data(), lb.data(), acc.data());
+          K().attention_split_fold(a, mr.data(), lb.data(), acc.data());
           ASSERT_TRUE(same_bits(out, whole)) << "hd " << hd << " group " << group << " pos " << pos << " ranges " << cb;
         }
         std::vector<float> spec(hd);

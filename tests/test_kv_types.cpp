@@ -498,7 +498,7 @@ TEST_P(K16_TypedRows, AttentionEqualsTheF32KernelOnTheConvertedRows) {
             cpu::split_running_maxes(mb.data(), group, nbk, mr.data());
             for (int b0 = (nbk - 1) / cb * cb; b0 >= 0; b0 -= cb)
               K().attention_split_values(b, b0, std::min(nbk, b0 + cb), s.data(), mr.data(), lb.data(), acc.data());
-            K().attention_split_fold(b, mb.data(), lb.data(), acc.data());
+            K().attention_split_fold(b, mr.data(), lb.data(), acc.data());
             ASSERT_TRUE(same_bits(got, want)) << "split " << kv_type_name(t) << " hd " << hd << " group " << group << " pos " << pos;
           }
         }

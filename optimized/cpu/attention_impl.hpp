@@ -509,9 +509,9 @@ void attention(const AttnArgs& a) {
 // scores and the block max mb (steps 1-2); (2) per block, with the running max m' of blocks
 // 0..b (split_running_maxes of the mb, the same compares as the serial path, formed once between
 // the phases), e_p = exp(s_p - m'), the block's own l_b and acc_b from +0 (steps 3-5 before the
-// fold); (3) per state in block order,
-// alpha = exp(m - m'), l = fma(l, alpha, l_b), acc = fma(acc, alpha, acc_b), then acc / l. Every
-// operation and operand is the serial path's; only when each runs changes.
+// fold); (3) per state in block order, with the same m', alpha = exp(m - m'), l = fma(l, alpha,
+// l_b), acc = fma(acc, alpha, acc_b), then acc / l. Every operation and operand is the serial
+// path's; only when each runs changes.
 // Layouts, for n_blocks = split_blocks(a) (kernels.hpp): s (group, n_blocks * kKeyBlock),
 // mb, mr and lb (group, n_blocks), accb (group, n_blocks, head_dim). The cache rows come as a
 // row view (kv_rows_impl.hpp with_row_view, K16): f32 and f16 read in place.
@@ -580,15 +580,14 @@ void attention_split_values(const AttnArgs& a, int b0, int b1, float* s, const f
 }
 
 template <class S>
-void attention_split_fold(const AttnArgs& a, const float* mb, const float* lb, const float* accb) {
+void attention_split_fold(const AttnArgs& a, const float* mr, const float* lb, const float* accb) {
   const int hd = a.head_dim, G = a.group, nbk = split_blocks(a);
   for (int h = 0; h < G; ++h) {
     float* out = a.out + static_cast<size_t>(h) * hd;
     for (int i = 0; i < hd; ++i) out[i] = 0.0f;
     float m = -INFINITY, l = 0.0f;
     for (int b = 0; b < nbk; ++b) {
-      const float bm = mb[h * nbk + b];
-      const float m_new = m < bm ? bm : m;
+      const float m_new = mr[h * nbk + b];
       const float alpha = akv::exp(m - m_new);
       m = m_new;
       l = std::fma(l, alpha, lb[h * nbk + b]);

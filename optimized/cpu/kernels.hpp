@@ -149,8 +149,9 @@ struct Kernels {
   /// running maxes m' (split_running_maxes of phase 1's mb), exp(s_p - m') in place in s, the
   /// blocks' own sums to lb (G, n_blocks) and value sums to accb (G, n_blocks, head_dim).
   void (*attention_split_values)(const AttnArgs& a, int b0, int b1, float* s, const float* mr, float* lb, float* accb);
-  /// Phase 3, after phase 2 of every block: the folds in block order and out = acc / l.
-  void (*attention_split_fold)(const AttnArgs& a, const float* mb, const float* lb, const float* accb);
+  /// Phase 3, after phase 2 of every block: with mr phase 2's running maxes, the folds in block
+  /// order (alpha_b = exp(m'_{b-1} - m'_b)) and out = acc / l.
+  void (*attention_split_fold)(const AttnArgs& a, const float* mr, const float* lb, const float* accb);
   /// A K or V row x (n,) stored as type t into out: kv_encode_row's bytes (spec/state.md S6, S7).
   void (*kv_encode)(KvType t, const float* x, int n, uint8_t* out);
   /// A stored row of n values as float32, as attention reads it (S8, K16): kv_decode_row's values.

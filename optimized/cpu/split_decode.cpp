@@ -34,7 +34,7 @@ void split_decode(ThreadPool& pool, const Kernels& K, std::span<const AttnArgs> 
   phase(false);
   for (int g = 0; g < kvh; ++g) split_running_maxes(buf.mb + g * per.b, a0.group, nbk, buf.mr + g * per.b);
   phase(true);
-  for (int g = 0; g < kvh; ++g) K.attention_split_fold(items[g], buf.mb + g * per.b, buf.lb + g * per.b, buf.acc + g * per.acc);
+  for (int g = 0; g < kvh; ++g) K.attention_split_fold(items[g], buf.mr + g * per.b, buf.lb + g * per.b, buf.acc + g * per.acc);
 }
 
 }  // namespace akv::cpu
