@@ -48,7 +48,8 @@ enum class PanelFormat : uint8_t { kF32, kQ4_0, kQ4_1, kQ8_0 };
 
 /// Bytes of one 32-k block of a quantized panel (16 outputs): the scales d (16 floats), for Q4_1
 /// the minimums m (16 floats), then the quants: Q8_0 q[j][c] (32 x 16 int8, k = j), Q4_0 / Q4_1
-/// the file's bytes b[j][c] (16 x 16, low nibble k = j, high nibble k = j + 16). 0 for kF32.
+/// the file's nibbles as words w[t][c] (4 x 16 little-endian uint32, nibble s at bits 4s is
+/// k = 8t + s), so a lane's nibble is one shift and one lookup away. 0 for kF32.
 constexpr int panel_block_bytes(PanelFormat f) {
   return f == PanelFormat::kQ8_0 ? 64 + 512 : f == PanelFormat::kQ4_1 ? 128 + 256 : f == PanelFormat::kQ4_0 ? 64 + 256 : 0;
 }

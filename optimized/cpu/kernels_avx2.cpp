@@ -85,16 +85,17 @@ struct Avx2 {
     return {_mm256_blendv_ps(b.lo, a.lo, _mm256_cmp_ps(x.lo, y.lo, _CMP_LT_OQ)),
             _mm256_blendv_ps(b.hi, a.hi, _mm256_cmp_ps(x.hi, y.hi, _CMP_LT_OQ))};
   }
-  // Bytes to floats (exact: small integers), 8 lanes a half.
-  static __m256 bytes8(const uint8_t* p, int shift, bool sign) {
-    const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
-    __m256i i = sign ? _mm256_cvtepi8_epi32(b) : _mm256_cvtepu8_epi32(b);
-    if (shift >= 0) i = _mm256_and_si256(_mm256_srli_epi32(i, shift), _mm256_set1_epi32(15));
-    return _mm256_cvtepi32_ps(i);
+  // Signed bytes to floats (exact: small integers), 8 lanes a half.
+  static __m256 s8_half(const uint8_t* p) {
+    return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
   }
-  static V u4lo(const uint8_t* p) { return {bytes8(p, 0, false), bytes8(p + 8, 0, false)}; }
-  static V u4hi(const uint8_t* p) { return {bytes8(p, 4, false), bytes8(p + 8, 4, false)}; }
-  static V s8(const uint8_t* p) { return {bytes8(p, -1, true), bytes8(p + 8, -1, true)}; }
+  // Nibble s of each lane's 32-bit word, 8 words a half.
+  static __m256 nibbles8(const uint8_t* p, int s) {
+    const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+    return _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srli_epi32(w, 4 * s), _mm256_set1_epi32(15)));
+  }
+  static V u4(const uint8_t* p, int s) { return {nibbles8(p, s), nibbles8(p + 32, s)}; }
+  static V s8(const uint8_t* p) { return {s8_half(p), s8_half(p + 8)}; }
   // binary16 <-> float by F16C (K16): exact widening; narrowing to nearest even, as float_to_half_bits.
   static V f16(const uint8_t* p) {
     return {_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))),

@@ -86,13 +86,11 @@ struct Avx512 {
   static V exp(V a) { return exp16(a); }
   static V select_lt(V x, V y, V a, V b) { return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, y, _CMP_LT_OQ), b, a); }
   // Bytes to floats (exact: small integers).
-  static V u4lo(const uint8_t* p) {
-    const __m512i i = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-    return _mm512_cvtepi32_ps(_mm512_and_si512(i, _mm512_set1_epi32(15)));
-  }
-  static V u4hi(const uint8_t* p) {
-    const __m512i i = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-    return _mm512_cvtepi32_ps(_mm512_srli_epi32(i, 4));
+  // Nibble s of each lane's word, as float: the shifted word indexes a table of 0..15 (vpermps
+  // reads an index's low 4 bits), one op where mask-and-convert takes two.
+  static V u4(const uint8_t* p, int s) {
+    const __m512i w = _mm512_srli_epi32(_mm512_loadu_si512(p), static_cast<unsigned>(4 * s));
+    return _mm512_permutexvar_ps(w, _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15));
   }
   static V s8(const uint8_t* p) {
     return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));

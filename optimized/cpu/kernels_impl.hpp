@@ -9,7 +9,7 @@
 //   S::exp(v)                akv::exp per lane, same IEEE operations (K7)
 //   S::select_lt(x, y, a, b) per lane x < y ? a : b (an ordered compare: false on NaN)
 //   S::kTileBudget           V accumulators a matmul tile may hold in registers
-//   S::u4lo/u4hi(p)          16 bytes p[0..15] -> lane l = float(p[l] & 15), float(p[l] >> 4) (exact)
+//   S::u4(p, s)              16 words p[0..15] (64 bytes) -> lane l = float((p[l] >> 4s) & 15) (exact)
 //   S::s8(p)                 16 bytes -> lane l = float(int8_t(p[l])) (exact)
 // Every function is a template over S, so the three instantiations never share a symbol.
 #pragma once
@@ -106,33 +106,33 @@ inline int panel_step(int want) {
 
 // ---- quantized panels (K15): each weight computed from the file's block right before its FMA
 
-// The float32 value of the 16 lanes' weights at k = kb + j of one panel block `blk` (Lo: the low
-// nibbles, k - kb < 16; else the high ones), by the float operations of spec/gguf.md Q3-Q5, so
-// the bits reference/ reads: Q8_0 float(q) * d; Q4_0 (float(q) - 8) * d, the difference exact,
-// as float(q - 8) * d; Q4_1 d * float(q), rounded, then + m.
-template <class S, PanelFormat F, bool Lo>
+// The float32 value of the 16 lanes' weights at k = kb + j (j < 32) of one panel block `blk`, by
+// the float operations of spec/gguf.md Q3-Q5, so the bits reference/ reads: Q8_0 float(q) * d;
+// Q4_0 (float(q) - 8) * d, the difference exact, as float(q - 8) * d; Q4_1 d * float(q) + m,
+// where d * float(q) is exact (11 by 4 significant bits), so the one rounding of fma(d, q, m) is
+// the add's of the two-step form (K15).
+template <class S, PanelFormat F>
 inline typename S::V qweight(const uint8_t* blk, int j, typename S::V d, typename S::V m) {
   if constexpr (F == PanelFormat::kQ8_0) {
     return S::mul(S::s8(blk + 64 + j * kLanes), d);
   } else if constexpr (F == PanelFormat::kQ4_0) {
-    const uint8_t* q = blk + 64 + j * kLanes;
-    return S::mul(S::sub(Lo ? S::u4lo(q) : S::u4hi(q), S::set1(8.0f)), d);
+    return S::mul(S::sub(S::u4(blk + 64 + (j / 8) * 64, j % 8), S::set1(8.0f)), d);
   } else {
-    const uint8_t* q = blk + 128 + j * kLanes;
-    return S::add(S::mul(d, Lo ? S::u4lo(q) : S::u4hi(q)), m);
+    return S::fma(d, S::u4(blk + 128 + (j / 8) * 64, j % 8), m);
   }
 }
 
-// K-steps [kb + j0, kb + j0 + cnt) of one block into an R x P tile: the weights computed once per
-// k for all R rows (qweight), then one FMA per row, as tile() does with loaded weights.
-template <class S, int R, int P, PanelFormat F, bool Lo>
+// The 32 k-steps [kb, kb + 32) of one block into an R x P tile: the weights computed once per k
+// for all R rows (qweight), then one FMA per row, as tile() does with loaded weights.
+template <class S, int R, int P, PanelFormat F>
 inline void qsteps(const float* X, size_t ldx, const uint8_t* const* blk, const typename S::V* d, const typename S::V* m,
-                   int kb, int j0, int cnt, typename S::V (&acc)[R][P]) {
-  for (int j = 0; j < cnt; ++j) {
+                   int kb, typename S::V (&acc)[R][P]) {
+#pragma GCC unroll 32
+  for (int j = 0; j < kQuantBlock; ++j) {
     typename S::V w[P];
-    for (int p = 0; p < P; ++p) w[p] = qweight<S, F, Lo>(blk[p], j0 + j - (Lo ? 0 : 16) * (F != PanelFormat::kQ8_0), d[p], m[p]);
+    for (int p = 0; p < P; ++p) w[p] = qweight<S, F>(blk[p], j, d[p], m[p]);
     for (int r = 0; r < R; ++r) {
-      const typename S::V b = S::set1(X[r * ldx + kb + j0 + j]);
+      const typename S::V b = S::set1(X[r * ldx + kb + j]);
       for (int p = 0; p < P; ++p) acc[r][p] = S::fma(b, w[p], acc[r][p]);
     }
   }
@@ -159,12 +159,7 @@ void qtile(const float* X, size_t ldx, const uint8_t* W, size_t wstride, int n, 
         d[p] = S::load(reinterpret_cast<const float*>(blk[p]));
         m[p] = F == PanelFormat::kQ4_1 ? S::load(reinterpret_cast<const float*>(blk[p]) + kLanes) : S::zero();
       }
-      if constexpr (F == PanelFormat::kQ8_0) {
-        qsteps<S, R, P, F, true>(X, ldx, blk, d, m, kb, 0, kQuantBlock, acc);
-      } else {
-        qsteps<S, R, P, F, true>(X, ldx, blk, d, m, kb, 0, 16, acc);    // k = kb .. kb + 15: low nibbles
-        qsteps<S, R, P, F, false>(X, ldx, blk, d, m, kb, 16, 16, acc);  // k = kb + 16 .. kb + 31: high
-      }
+      qsteps<S, R, P, F>(X, ldx, blk, d, m, kb, acc);
     }
     if (k0 > 0)
       for (int r = 0; r < R; ++r)
@@ -221,12 +216,7 @@ void dequantize_panels(const PackedMatrix& W, int p, int np, float* out) {
       const typename S::V d = S::load(reinterpret_cast<const float*>(blk));
       const typename S::V m = F == PanelFormat::kQ4_1 ? S::load(reinterpret_cast<const float*>(blk) + kLanes) : S::zero();
       float* ob = o + static_cast<size_t>(b) * kQuantBlock * kLanes;
-      if constexpr (F == PanelFormat::kQ8_0) {
-        for (int j = 0; j < kQuantBlock; ++j) S::store(ob + j * kLanes, qweight<S, F, true>(blk, j, d, m));
-      } else {
-        for (int j = 0; j < 16; ++j) S::store(ob + j * kLanes, qweight<S, F, true>(blk, j, d, m));
-        for (int j = 0; j < 16; ++j) S::store(ob + (16 + j) * kLanes, qweight<S, F, false>(blk, j, d, m));
-      }
+      for (int j = 0; j < kQuantBlock; ++j) S::store(ob + j * kLanes, qweight<S, F>(blk, j, d, m));
     }
   }
 }

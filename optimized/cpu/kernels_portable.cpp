@@ -33,8 +33,13 @@ struct Portable {
   static V select_lt(const V& x, const V& y, const V& a, const V& b) {
     return map([&](int l) { return x.v[l] < y.v[l] ? a.v[l] : b.v[l]; });
   }
-  static V u4lo(const uint8_t* p) { return map([&](int l) { return static_cast<float>(p[l] & 15); }); }
-  static V u4hi(const uint8_t* p) { return map([&](int l) { return static_cast<float>(p[l] >> 4); }); }
+  static V u4(const uint8_t* p, int s) {
+    return map([&](int l) {
+      const uint32_t w = static_cast<uint32_t>(p[4 * l]) | static_cast<uint32_t>(p[4 * l + 1]) << 8 |
+                         static_cast<uint32_t>(p[4 * l + 2]) << 16 | static_cast<uint32_t>(p[4 * l + 3]) << 24;
+      return static_cast<float>((w >> (4 * s)) & 15);
+    });
+  }
   static V s8(const uint8_t* p) { return map([&](int l) { return static_cast<float>(static_cast<int8_t>(p[l])); }); }
   static V f16(const uint8_t* p) {
     return map([&](int l) { return half_bits_to_float(static_cast<uint16_t>(p[2 * l] | (p[2 * l + 1] << 8))); });

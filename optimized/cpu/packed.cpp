@@ -48,6 +48,19 @@ PanelFormat panel_format(uint32_t type) {
 
 uint16_t le16(const uint8_t* p) { return static_cast<uint16_t>(p[0] | (p[1] << 8)); }
 
+// A Q4 file block's 16 bytes of nibbles (byte j: k = j low, k = j + 16 high) into lane c's four
+// little-endian 32-bit words: word t (at dst + 64t + 4c) holds k = 8t + s at bits 4s (K15).
+void put_nibble_words(const uint8_t* q, uint8_t* dst, int c) {
+  for (int t = 0; t < 4; ++t) {
+    uint32_t w = 0;
+    for (int s = 0; s < 8; ++s) {
+      const int k = 8 * t + s;
+      w |= static_cast<uint32_t>(k < 16 ? q[k] & 15 : q[k - 16] >> 4) << (4 * s);
+    }
+    for (int b = 0; b < 4; ++b) dst[64 * t + 4 * c + b] = static_cast<uint8_t>(w >> (8 * b));
+  }
+}
+
 // One file block (src: its bytes) into lane c of a panel block (dst): scales widened once
 // (half_bits_to_float is exact, Q1), quants copied as the file holds them.
 void put_block(PanelFormat f, const uint8_t* src, uint8_t* dst, int c) {
@@ -58,11 +71,11 @@ void put_block(PanelFormat f, const uint8_t* src, uint8_t* dst, int c) {
       for (int j = 0; j < 32; ++j) dst[64 + j * kLanes + c] = src[2 + j];
       break;
     case PanelFormat::kQ4_0:  // fp16 d, 16 bytes of nibbles
-      for (int j = 0; j < 16; ++j) dst[64 + j * kLanes + c] = src[2 + j];
+      put_nibble_words(src + 2, dst + 64, c);
       break;
     case PanelFormat::kQ4_1:  // fp16 d, fp16 m, 16 bytes of nibbles
       d[kLanes + c] = half_bits_to_float(le16(src + 2));
-      for (int j = 0; j < 16; ++j) dst[128 + j * kLanes + c] = src[4 + j];
+      put_nibble_words(src + 4, dst + 128, c);
       break;
     case PanelFormat::kF32: break;
   }
