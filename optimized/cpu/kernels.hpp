@@ -58,7 +58,8 @@ inline constexpr int kQuantBlock = 32;
 static_assert(kMatmulBlock % kQuantBlock == 0, "a matmul k-block holds whole quantized blocks");
 
 /// Storage for panels: `bytes` rounded up to a multiple of 64, starting on a 64-byte boundary
-/// (K15 "Where it is dequantized"), contents unspecified. Throws std::bad_alloc.
+/// (K15 "Where it is dequantized"), contents unspecified; from 4 MiB on, rounded up to and aligned
+/// on 2 MiB and advised to the kernel as huge pages (speed only). Throws std::bad_alloc.
 std::unique_ptr<float[], FreeDeleter> aligned_panel_storage(size_t bytes);
 
 /// W (d, n) row-major repacked as ceil(d/16) panels of 16 outputs (K1): kF32 panel p holds
