@@ -97,6 +97,7 @@ struct Avx2 {
   static V u4(const uint8_t* p, int s) { return {nibbles8(p, s), nibbles8(p + 32, s)}; }
   static V s8(const uint8_t* p) { return {s8_half(p), s8_half(p + 8)}; }
   // binary16 <-> float by F16C (K16): exact widening; narrowing to nearest even, as float_to_half_bits.
+  static float half(uint16_t h) { return _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(h))); }
   static V f16(const uint8_t* p) {
     return {_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))),
             _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16)))};

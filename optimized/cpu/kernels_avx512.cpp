@@ -97,6 +97,7 @@ struct Avx512 {
   }
   // binary16 <-> float (K16): exact widening; narrowing to nearest even, as float_to_half_bits.
 #if defined(AKV_SIMDE)
+  static float half(uint16_t h) { return half_bits_to_float(h); }
   static V f16(const uint8_t* p) {  // per lane, the reference's conversion (K13: no unreviewed intrinsic)
     alignas(64) float x[16];
     for (int l = 0; l < 16; ++l) x[l] = half_bits_to_float(static_cast<uint16_t>(p[2 * l] | (p[2 * l + 1] << 8)));
@@ -111,6 +112,9 @@ struct Avx512 {
     }
   }
 #else
+  static float half(uint16_t h) {  // one value through the 16-lane widening (AVX-512F has no scalar form)
+    return _mm512_cvtss_f32(_mm512_cvtph_ps(_mm256_zextsi128_si256(_mm_cvtsi32_si128(h))));
+  }
   static V f16(const uint8_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
   static void to_f16(V a, uint8_t* p) {
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtps_ph(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));

@@ -41,6 +41,7 @@ struct Portable {
     });
   }
   static V s8(const uint8_t* p) { return map([&](int l) { return static_cast<float>(static_cast<int8_t>(p[l])); }); }
+  static float half(uint16_t h) { return half_bits_to_float(h); }
   static V f16(const uint8_t* p) {
     return map([&](int l) { return half_bits_to_float(static_cast<uint16_t>(p[2 * l] | (p[2 * l + 1] << 8))); });
   }

@@ -1,6 +1,7 @@
 // Typed cache rows for the kernels (spec/state.md S5-S8, spec/kernels-cpu.md K16), written once
 // over the 16-lane SIMD type S of kernels_impl.hpp, which includes this file. Two more S members:
 //   S::f16(p)        32 bytes, 16 little-endian binary16 values -> 16 floats (exact: half_bits_to_float per lane)
+//   S::half(h)       one binary16 value -> float, the same widening (q8_0's block scale)
 //   S::to_f16(v, p)  16 floats -> 32 bytes of binary16, round to nearest even (float_to_half_bits per lane)
 // Attention reads a typed row as float32 converted exactly, then runs K2/K4 on those values: the
 // bits are those of the f32 kernel on the converted rows, on every ISA.
@@ -32,12 +33,15 @@ float* kv_scratch(int slot, size_t n) {
   return b.p.get();
 }
 
-// One Q8_0 block (32 values) of a stored row as float32: float(q) * float(d), exact (S8).
+// One Q8_0 block (32 values) of a stored row as float32: float(q) * float(d), exact (S8). d is
+// widened by S::half: the reference's function called out of line once a block bounded q8_0's
+// decode (docs/performance.md), and the hardware's widening differs from it only on a signalling
+// NaN, which S7 never stores (its d goes through float_to_half_bits, which quietens).
 template <class S>
 inline void q8_0_block(const uint8_t* blk, float* out) {
   uint16_t h;
   std::memcpy(&h, blk, 2);
-  const typename S::V d = S::set1(half_bits_to_float(h));
+  const typename S::V d = S::set1(S::half(h));
   S::store(out, S::mul(S::s8(blk + 2), d));
   S::store(out + kLanes, S::mul(S::s8(blk + 2 + kLanes), d));
 }
