@@ -85,7 +85,7 @@ struct Avx512 {
   static V div(V a, V b) { return _mm512_div_ps(a, b); }
   static V exp(V a) { return exp16(a); }
   static V select_lt(V x, V y, V a, V b) { return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, y, _CMP_LT_OQ), b, a); }
-  // Bytes to floats (exact: small integers).
+  // Quants to floats (exact: small integers).
   // Nibble s of each lane's word, as float: the shifted word indexes a table of 0..15 (vpermps
   // reads an index's low 4 bits), one op where mask-and-convert takes two.
   static V u4(const uint8_t* p, int s) {

@@ -73,7 +73,7 @@ void put_nibble_words(const uint8_t* q, uint8_t* dst, int c) {
 }
 
 // One file block (src: its bytes) into lane c of a panel block (dst): scales widened once
-// (half_bits_to_float is exact, Q1), quants copied as the file holds them.
+// (half_bits_to_float is exact, Q1), Q8_0's quants copied as the file holds them, Q4's as words.
 void put_block(PanelFormat f, const uint8_t* src, uint8_t* dst, int c) {
   float* d = reinterpret_cast<float*>(dst);
   d[c] = half_bits_to_float(le16(src));
