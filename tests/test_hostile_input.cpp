@@ -66,6 +66,10 @@ void paths(const json& j, const json::json_pointer& at, std::vector<json::json_p
     for (size_t i = 0; i < j.size(); ++i) paths(j[i], at / i, out);
 }
 
+// Whether operator[] with a key works on v (an object, or null, which it makes one): a retype
+// (op 2) may have made a message a number, where it would throw inside the test, not akv.
+bool keyable(const json& v) { return v.is_object() || v.is_null(); }
+
 // One structural mutation of the DOM: drop, duplicate or retype a field, wrong roles, empty
 // arrays, out-of-range indexes.
 void mutate_dom(json& j) {
@@ -89,7 +93,8 @@ void mutate_dom(json& j) {
   } else if (op == 3) {  // wrong role
     const char* roles[] = {"robot", "", "SYSTEM", "developer", "function", "tool", "assistant", "user\n"};
     const size_t m = *rc::gen::inRange<size_t>(0, std::max<size_t>(1, j["messages"].size()));
-    if (j["messages"].is_array() && m < j["messages"].size()) j["messages"][m]["role"] = roles[*rc::gen::inRange(0, 8)];
+    if (j["messages"].is_array() && m < j["messages"].size() && keyable(j["messages"][m]))
+      j["messages"][m]["role"] = roles[*rc::gen::inRange(0, 8)];
   } else if (op == 4) {  // empty arrays
     const char* keys[] = {"messages", "poisoned"};
     j[keys[*rc::gen::inRange(0, 2)]] = json::array();
@@ -100,7 +105,7 @@ void mutate_dom(json& j) {
     if (j["messages"].is_array() && !j["messages"].empty())
       j["messages"][0] = {{"role", "user"}, {"tokens", {1, *rc::gen::element(287, 288, 100000, -3)}}};
   } else {  // a field a model would see but akv cannot represent
-    if (j["messages"].is_array() && !j["messages"].empty())
+    if (j["messages"].is_array() && !j["messages"].empty() && keyable(j["messages"][0]))
       j["messages"][0]["content"] = json::array({{{"type", "image_url"}, {"image_url", {{"url", "x"}}}}});
   }
 }
