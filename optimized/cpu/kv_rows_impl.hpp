@@ -1,5 +1,5 @@
 // Typed cache rows for the kernels (spec/state.md S5-S8, spec/kernels-cpu.md K16), written once
-// over the 16-lane SIMD type S of kernels_impl.hpp, which includes this file. Two more S members:
+// over the 16-lane SIMD type S of kernels_impl.hpp, which includes this file. Three more S members:
 //   S::f16(p)        32 bytes, 16 little-endian binary16 values -> 16 floats (exact: half_bits_to_float per lane)
 //   S::half(h)       one binary16 value -> float, the same widening (q8_0's block scale)
 //   S::to_f16(v, p)  16 floats -> 32 bytes of binary16, round to nearest even (float_to_half_bits per lane)
