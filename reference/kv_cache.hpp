@@ -9,10 +9,9 @@
 #include <type_traits>
 #include <vector>
 
-#include <boost/align/aligned_allocator.hpp>
-
 #include "reference/config.hpp"
 #include "reference/kv_types.hpp"
+#include "reference/streamed_storage.hpp"
 
 namespace akv {
 
@@ -29,11 +28,11 @@ class KVCacheT {
   /// An empty cache of type t (S5). The caller checks t against the model (check_kv_type).
   explicit KVCacheT(const Config& c, KvType t = KvType::kF32)
       : kv_dim_(c.kv_dim()), type_(t), row_cells_(kBytes ? kv_row_bytes(t, c.kv_dim()) : static_cast<size_t>(c.kv_dim())),
-        k_(c.n_layers), v_(c.n_layers) {}
+        n_layers_(c.n_layers) {}
 
   size_t size() const { return n_; }
   int kv_dim() const { return kv_dim_; }
-  int n_layers() const { return static_cast<int>(k_.size()); }
+  int n_layers() const { return n_layers_; }
   /// The cache type, fixed for the cache's life (S5).
   KvType type() const { return type_; }
   /// Bytes of one stored row (one entry of one layer, K or V): kv_row_bytes(type(), kv_dim()).
@@ -41,16 +40,16 @@ class KVCacheT {
 
   /// Keys / values of `layer` as T: (size(), kv_dim), row p = position p. For T = float only
   /// when type() is f32 (std::logic_error otherwise: read typed rows with k_rows / k_bytes).
-  const T* k(int layer) const { return as_t(k_[layer]); }
-  const T* v(int layer) const { return as_t(v_[layer]); }
-  T* k(int layer) { return const_cast<T*>(as_t(k_[layer])); }
-  T* v(int layer) { return const_cast<T*>(as_t(v_[layer])); }
+  const T* k(int layer) const { return as_t(slot(layer, 0)); }
+  const T* v(int layer) const { return as_t(slot(layer, 1)); }
+  T* k(int layer) { return const_cast<T*>(as_t(slot(layer, 0))); }
+  T* v(int layer) { return const_cast<T*>(as_t(slot(layer, 1))); }
 
   /// The stored bytes of `layer`'s keys / values: size() rows of row_bytes() (S4's digest reads these).
-  const unsigned char* k_bytes(int layer) const { return reinterpret_cast<const unsigned char*>(k_[layer].data()); }
-  const unsigned char* v_bytes(int layer) const { return reinterpret_cast<const unsigned char*>(v_[layer].data()); }
-  unsigned char* k_bytes(int layer) { return reinterpret_cast<unsigned char*>(k_[layer].data()); }
-  unsigned char* v_bytes(int layer) { return reinterpret_cast<unsigned char*>(v_[layer].data()); }
+  const unsigned char* k_bytes(int layer) const { return reinterpret_cast<const unsigned char*>(slot(layer, 0)); }
+  const unsigned char* v_bytes(int layer) const { return reinterpret_cast<const unsigned char*>(slot(layer, 1)); }
+  unsigned char* k_bytes(int layer) { return reinterpret_cast<unsigned char*>(slot(layer, 0)); }
+  unsigned char* v_bytes(int layer) { return reinterpret_cast<unsigned char*>(slot(layer, 1)); }
 
   /// Writes entry `pos`'s key and value rows (kv_dim each) of `layer`, as the type stores them
   /// (S6, S7: rounded here, once). pos < size().
@@ -59,24 +58,26 @@ class KVCacheT {
       kv_encode_row(type_, key, kv_dim_, k_bytes(layer) + pos * row_cells_);
       kv_encode_row(type_, value, kv_dim_, v_bytes(layer) + pos * row_cells_);
     } else {
-      std::copy_n(key, kv_dim_, k_[layer].data() + pos * row_cells_);
-      std::copy_n(value, kv_dim_, v_[layer].data() + pos * row_cells_);
+      std::copy_n(key, kv_dim_, slot(layer, 0) + pos * row_cells_);
+      std::copy_n(value, kv_dim_, slot(layer, 1) + pos * row_cells_);
     }
   }
 
   /// Rows [first, first + n) of `layer`'s keys / values as T (n, kv_dim), as attention reads
   /// them (S8): the rows themselves for f32 (and any T other than float), else converted into
   /// `buf`, which grows to hold them.
-  const T* k_rows(int layer, size_t first, size_t n, std::vector<T>& buf) const { return rows(k_[layer], first, n, buf); }
-  const T* v_rows(int layer, size_t first, size_t n, std::vector<T>& buf) const { return rows(v_[layer], first, n, buf); }
+  const T* k_rows(int layer, size_t first, size_t n, std::vector<T>& buf) const { return rows(slot(layer, 0), first, n, buf); }
+  const T* v_rows(int layer, size_t first, size_t n, std::vector<T>& buf) const { return rows(slot(layer, 1), first, n, buf); }
 
-  /// Makes room for m more entries (their contents are unspecified until written) and
-  /// returns the first new position. Entries [0, size()) keep their bytes.
+  /// Makes room for m more entries (zero cells until written) and returns the first new
+  /// position. Entries [0, size()) keep their bytes; pointers to rows stay valid unless the
+  /// capacity grows.
   size_t grow(size_t m) {
     const size_t first = n_;
+    if (m > cap_ - n_) reserve(std::max({n_ + m, cap_ + cap_ / 4, size_t{16}}));
     n_ += m;
-    for (auto& l : k_) l.resize(n_ * row_cells_);
-    for (auto& l : v_) l.resize(n_ * row_cells_);
+    for (int l = 0; l < n_layers_; ++l)
+      for (int kv = 0; kv < 2; ++kv) std::fill_n(slot(l, kv) + first * row_cells_, m * row_cells_, Cell{});
     if (!mask_.empty()) mask_.resize(n_, 0);  // new entries are never masked (L3)
     for (size_t i = 0; i < m; ++i) serial_.push_back(++entries_written_);
     return first;
@@ -86,8 +87,6 @@ class KVCacheT {
   void truncate(size_t n) {
     if (n >= n_) return;
     n_ = n;
-    for (auto& l : k_) l.resize(n_ * row_cells_);
-    for (auto& l : v_) l.resize(n_ * row_cells_);
     if (!mask_.empty()) mask_.resize(n_);
     serial_.resize(n_);
     drop_clear_mask();
@@ -116,8 +115,6 @@ class KVCacheT {
       mask_.erase(mask_.begin() + static_cast<std::ptrdiff_t>(begin), mask_.begin() + static_cast<std::ptrdiff_t>(end));
     serial_.erase(serial_.begin() + static_cast<std::ptrdiff_t>(begin), serial_.begin() + static_cast<std::ptrdiff_t>(end));
     n_ -= end - begin;
-    for (auto& l : k_) l.resize(n_ * row_cells_);
-    for (auto& l : v_) l.resize(n_ * row_cells_);
     for (size_t p = begin; p < placed; ++p) serial_[p] = ++entries_written_;
     truncate(placed);
     drop_clear_mask();  // truncate() returns early when nothing is dropped
@@ -135,21 +132,37 @@ class KVCacheT {
   std::span<const uint64_t> write_serials() const { return serial_; }
 
  private:
-  using Rows = std::vector<Cell, boost::alignment::aligned_allocator<Cell, 64>>;
-  const T* as_t(const Rows& r) const {
+  // Layer l's keys are slot (l, 0), its values (l, 1): cap_ rows each, in one block, so a
+  // decode step streams through 2 MiB pages, not 4 KiB ones (allocate_streamed).
+  // Each slot starts on a 64-byte boundary whatever the row size.
+  const Cell* slot(int layer, int kv) const { return cells_.data() + (2 * static_cast<size_t>(layer) + kv) * stride_; }
+  Cell* slot(int layer, int kv) { return cells_.data() + (2 * static_cast<size_t>(layer) + kv) * stride_; }
+  // Room for cap entries (cap >= n_): the rows move to a new block.
+  void reserve(size_t cap) {
+    constexpr size_t kAlign = kBytes ? 64 : 1;
+    const size_t stride = (cap * row_cells_ + kAlign - 1) / kAlign * kAlign;
+    Cells next(2 * static_cast<size_t>(n_layers_) * stride);
+    for (int l = 0; l < n_layers_; ++l)
+      for (int kv = 0; kv < 2; ++kv)
+        std::copy_n(slot(l, kv), n_ * row_cells_, next.data() + (2 * static_cast<size_t>(l) + kv) * stride);
+    cells_.swap(next);
+    cap_ = cap;
+    stride_ = stride;
+  }
+  const T* as_t(const Cell* r) const {
     if constexpr (kBytes) {
       if (type_ != KvType::kF32) throw std::logic_error("KVCache: float rows of a typed cache (use k_rows / k_bytes)");
-      return reinterpret_cast<const float*>(r.data());
+      return reinterpret_cast<const float*>(r);
     } else {
-      return r.data();
+      return r;
     }
   }
-  const T* rows(const Rows& r, size_t first, size_t n, std::vector<T>& buf) const {
+  const T* rows(const Cell* r, size_t first, size_t n, std::vector<T>& buf) const {
     if constexpr (kBytes) {
       if (type_ != KvType::kF32) {
         if (buf.size() < n * kv_dim_) buf.resize(n * kv_dim_);
         for (size_t p = 0; p < n; ++p)
-          kv_decode_row(type_, r.data() + (first + p) * row_cells_, kv_dim_, buf.data() + p * kv_dim_);
+          kv_decode_row(type_, r + (first + p) * row_cells_, kv_dim_, buf.data() + p * kv_dim_);
         return buf.data();
       }
     }
@@ -163,10 +176,15 @@ class KVCacheT {
   int kv_dim_ = 0;
   KvType type_ = KvType::kF32;
   size_t row_cells_ = 0;  // Cells a row: row bytes (T = float) or kv_dim
+  int n_layers_ = 0;
   size_t n_ = 0;
-  // [layer] (n, row_cells). 64-byte aligned, so a row whose bytes are a multiple of 64 never has a
-  // SIMD load straddle two cache lines (a split load costs the kernels 13-16%, docs/performance.md).
-  std::vector<Rows> k_, v_;
+  size_t cap_ = 0;     // entries each slot holds
+  size_t stride_ = 0;  // cells from one slot to the next: cap_ rows, rounded up to 64 bytes
+  // (n_layers, 2) slots of cap_ rows, rows [0, n_) in use. 64-byte aligned, so a row whose
+  // bytes are a multiple of 64 never has a SIMD load straddle two cache lines (a split load
+  // costs the kernels 13-16%, docs/performance.md).
+  using Cells = std::vector<Cell, StreamedAllocator<Cell>>;
+  Cells cells_;
   std::vector<uint8_t> mask_;          // (n,) or empty: nothing masked
   uint64_t entries_written_ = 0;
   std::vector<uint64_t> serial_;       // (n,) write serials

@@ -43,3 +43,40 @@ TEST(K15_Storage, ScratchAndPackedPanelsAre64ByteAligned) {
   const cpu::PackedMatrix p = cpu::pack_rows({&w}, 70);
   for (int i = 0; i < p.panels(); ++i) EXPECT_TRUE(aligned64(p.panel(i))) << "panel " << i;
 }
+
+// The cache keeps every layer's K and V in one block that moves when it grows (reference/
+// kv_cache.hpp): each entry keeps its bytes across every move, a new entry reads as zero even
+// where a truncated one was, and a block of 4 MiB or more sits on 2 MiB (huge pages).
+TEST(K15_Storage, CacheRowsKeepTheirBytesWhenTheBlockMoves) {
+  const auto m = test::tiny();
+  for (KvType t : {KvType::kF32, KvType::kF16}) {
+    KVCache c(m->config, t);
+    const size_t rb = c.row_bytes();
+    auto byte = [&](int l, int kv, size_t p, size_t i) { return static_cast<unsigned char>((l * 131 + kv * 71 + p * 29 + i * 7) % 251 + 1); };
+    auto rows = [&](int l, int kv) { return kv == 0 ? c.k_bytes(l) : c.v_bytes(l); };
+    size_t filled = 0;
+    for (size_t add : {size_t{1}, size_t{7}, size_t{200}, size_t{5000}, size_t{60000}}) {
+      c.grow(add);
+      for (int l = 0; l < c.n_layers(); ++l)
+        for (int kv = 0; kv < 2; ++kv) {
+          const unsigned char* r = rows(l, kv);
+          ASSERT_TRUE(aligned64(r)) << kv_type_name(t) << " layer " << l << " at " << c.size();
+          for (size_t p = 0; p < c.size(); ++p)
+            for (size_t i = 0; i < rb; ++i)
+              ASSERT_EQ(r[p * rb + i], p < filled ? byte(l, kv, p, i) : 0) << kv_type_name(t) << " layer " << l << " entry " << p;
+          for (size_t p = filled; p < c.size(); ++p)
+            for (size_t i = 0; i < rb; ++i) rows(l, kv)[p * rb + i] = byte(l, kv, p, i);
+        }
+      filled = c.size();
+    }
+    ASSERT_GE(2 * static_cast<size_t>(c.n_layers()) * c.size() * rb, size_t{4} << 20);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(c.k_bytes(0)) % (size_t{2} << 20), 0u) << kv_type_name(t);
+    c.truncate(3);
+    c.grow(10);
+    for (int l = 0; l < c.n_layers(); ++l)
+      for (int kv = 0; kv < 2; ++kv)
+        for (size_t p = 0; p < c.size(); ++p)
+          for (size_t i = 0; i < rb; ++i)
+            ASSERT_EQ(rows(l, kv)[p * rb + i], p < 3 ? byte(l, kv, p, i) : 0) << kv_type_name(t) << " after truncate, entry " << p;
+  }
+}

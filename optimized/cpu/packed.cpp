@@ -3,25 +3,15 @@
 #include <stdexcept>
 #include <string>
 
-#include <sys/mman.h>
-
 #include "optimized/cpu/kernels.hpp"
+#include "reference/streamed_storage.hpp"
 
 namespace akv::cpu {
 
 std::unique_ptr<float[], FreeDeleter> aligned_panel_storage(size_t bytes) {
-  // A matrix of several huge pages gets them: a 4 KiB page holds 11 Q4 blocks of one panel, so
-  // a streaming matmul misses the TLB every few hundred FMAs (the 32 MB classifier: 1.45 against
-  // 1.06 ms a token, docs/performance.md). A hint: where it is refused, 4 KiB pages serve.
-  constexpr size_t kHuge = size_t{2} << 20;
-  const bool huge = bytes >= 2 * kHuge;
-  const size_t align = huge ? kHuge : 64, size = (bytes + align - 1) / align * align;
-  std::unique_ptr<float[], FreeDeleter> p(static_cast<float*>(std::aligned_alloc(align, size)));
-  if (!p) throw std::bad_alloc();
-#if defined(MADV_HUGEPAGE)
-  if (huge) madvise(p.get(), size, MADV_HUGEPAGE);
-#endif
-  return p;
+  // A 4 KiB page holds 11 Q4 blocks of one panel, so a streaming matmul would miss the TLB
+  // every few hundred FMAs (the 32 MB classifier: 1.45 against 1.06 ms a token).
+  return std::unique_ptr<float[], FreeDeleter>(static_cast<float*>(allocate_streamed(bytes)));
 }
 
 PackedMatrix pack_rows(const std::vector<const std::vector<float>*>& parts, int n) {
