@@ -2,6 +2,7 @@
 // nothing else: not the chunking into calls, not scratch contents, not earlier work.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <limits>
 
 #include "optimized/cpu/kernels.hpp"
@@ -104,8 +105,9 @@ void decode_paths(const Context& ctx) {
     c.head_dim = hd;
     c.ffn = *rc::gen::inRange(4, 25);
     const gen::ModelChoice mc{synthetic_spec(c), seed};
-    const size_t n = *rc::gen::inRange<size_t>(cpu::kKeyBlock + 1, cpu::kKeyBlock + 17);
     const size_t first = *rc::gen::inRange<size_t>(1, cpu::kKeyBlock), last = *rc::gen::inRange<size_t>(1, 4);
+    // At least one token for the middle prefill (a call of 0 tokens is bad input to run_chunked).
+    const size_t n = *rc::gen::inRange<size_t>(std::max<size_t>(cpu::kKeyBlock + 1, first + 2 + last), cpu::kKeyBlock + 17);
     gen::GenConversation conv;
     conv.spans.push_back({gen::Role::kUser, *rc::gen::container<std::vector<Token>>(n, gen::token())});
     // prefill [0, first), decode `first`, prefill up to the last `last` tokens, decode each of them
