@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <new>
 #include <span>
 #include <stdexcept>
 #include <type_traits>
@@ -28,7 +29,7 @@ class KVCacheT {
   /// An empty cache of type t (S5). The caller checks t against the model (check_kv_type).
   explicit KVCacheT(const Config& c, KvType t = KvType::kF32)
       : kv_dim_(c.kv_dim()), type_(t), row_cells_(kBytes ? kv_row_bytes(t, c.kv_dim()) : static_cast<size_t>(c.kv_dim())),
-        n_layers_(c.n_layers) {}
+        n_layers_(c.n_layers), max_rows_(c.max_ctx > 0 ? static_cast<size_t>(c.max_ctx) : 0) {}
 
   size_t size() const { return n_; }
   int kv_dim() const { return kv_dim_; }
@@ -74,7 +75,7 @@ class KVCacheT {
   /// capacity grows.
   size_t grow(size_t m) {
     const size_t first = n_;
-    if (m > cap_ - n_) reserve(std::max({n_ + m, cap_ + cap_ / 4, size_t{16}}));
+    if (m > cap_ - n_) reserve(std::max({n_ + m, cap_ + cap_ / 8, size_t{16}}));
     n_ += m;
     for (int l = 0; l < n_layers_; ++l)
       for (int kv = 0; kv < 2; ++kv) std::fill_n(slot(l, kv) + first * row_cells_, m * row_cells_, Cell{});
@@ -135,19 +136,39 @@ class KVCacheT {
   // Layer l's keys are slot (l, 0), its values (l, 1): cap_ rows each, in one block, so a
   // decode step streams through 2 MiB pages, not 4 KiB ones (allocate_streamed).
   // Each slot starts on a 64-byte boundary whatever the row size.
-  const Cell* slot(int layer, int kv) const { return cells_.data() + (2 * static_cast<size_t>(layer) + kv) * stride_; }
-  Cell* slot(int layer, int kv) { return cells_.data() + (2 * static_cast<size_t>(layer) + kv) * stride_; }
-  // Room for cap entries (cap >= n_): the rows move to a new block.
+  const Cell* slot(int layer, int kv) const { return cells_.v.data() + (2 * static_cast<size_t>(layer) + kv) * stride_; }
+  Cell* slot(int layer, int kv) { return cells_.v.data() + (2 * static_cast<size_t>(layer) + kv) * stride_; }
+  // Room for cap entries (cap >= n_). Within the block's reserved address space the slots
+  // spread out in place, the last first, so no second copy of the rows is ever held; past it
+  // (a cache over max_ctx, or a copy's first growth) the rows move to a new block.
   void reserve(size_t cap) {
-    constexpr size_t kAlign = kBytes ? 64 : 1;
-    const size_t stride = (cap * row_cells_ + kAlign - 1) / kAlign * kAlign;
-    Cells next(2 * static_cast<size_t>(n_layers_) * stride);
-    for (int l = 0; l < n_layers_; ++l)
-      for (int kv = 0; kv < 2; ++kv)
-        std::copy_n(slot(l, kv), n_ * row_cells_, next.data() + (2 * static_cast<size_t>(l) + kv) * stride);
-    cells_.swap(next);
+    const size_t slots = 2 * static_cast<size_t>(n_layers_);
+    const size_t stride = stride_for(cap);
+    if (slots * stride <= cells_.v.capacity()) {
+      cells_.v.resize(slots * stride);
+      for (size_t s = slots - 1; s > 0 && stride > stride_; --s) {  // slot 0 stays where it is
+        Cell* from = cells_.v.data() + s * stride_;
+        std::move_backward(from, from + n_ * row_cells_, cells_.v.data() + s * stride + n_ * row_cells_);
+      }
+    } else {
+      Cells next;
+      // Address space for max_ctx entries (float rows only: an oracle's cells are large and
+      // its runs short). Where the system will not reserve that much, room for cap serves.
+      try {
+        next.reserve(std::max(slots * stride, kBytes ? slots * stride_for(max_rows_) : 0));
+      } catch (const std::bad_alloc&) {
+        next.reserve(slots * stride);
+      }
+      next.resize(slots * stride);
+      for (size_t s = 0; s < slots; ++s) std::copy_n(cells_.v.data() + s * stride_, n_ * row_cells_, next.data() + s * stride);
+      cells_.v.swap(next);
+    }
     cap_ = cap;
     stride_ = stride;
+  }
+  size_t stride_for(size_t cap) const {
+    constexpr size_t kAlign = kBytes ? 64 : 1;
+    return (cap * row_cells_ + kAlign - 1) / kAlign * kAlign;
   }
   const T* as_t(const Cell* r) const {
     if constexpr (kBytes) {
@@ -177,6 +198,7 @@ class KVCacheT {
   KvType type_ = KvType::kF32;
   size_t row_cells_ = 0;  // Cells a row: row bytes (T = float) or kv_dim
   int n_layers_ = 0;
+  size_t max_rows_ = 0;  // the model's max_ctx: the entries the block's address space is reserved for
   size_t n_ = 0;
   size_t cap_ = 0;     // entries each slot holds
   size_t stride_ = 0;  // cells from one slot to the next: cap_ rows, rounded up to 64 bytes
@@ -184,7 +206,22 @@ class KVCacheT {
   // bytes are a multiple of 64 never has a SIMD load straddle two cache lines (a split load
   // costs the kernels 13-16%, docs/performance.md).
   using Cells = std::vector<Cell, StreamedAllocator<Cell>>;
-  Cells cells_;
+  // A copy keeps the reservation, so its growth spreads in place too.
+  struct Block {
+    Cells v;
+    Block() = default;
+    Block(const Block& o) { v.reserve(o.v.capacity()); v = o.v; }
+    Block(Block&&) noexcept = default;
+    Block& operator=(const Block& o) {
+      if (this != &o) {
+        Block c(o);
+        v.swap(c.v);
+      }
+      return *this;
+    }
+    Block& operator=(Block&&) noexcept = default;
+  };
+  Block cells_;
   std::vector<uint8_t> mask_;          // (n,) or empty: nothing masked
   uint64_t entries_written_ = 0;
   std::vector<uint64_t> serial_;       // (n,) write serials

@@ -8,10 +8,11 @@
 namespace akv {
 
 /// `bytes` (rounded up to a multiple of 64) starting on a 64-byte boundary, contents
-/// unspecified; release with std::free. From 4 MiB on, rounded up to and aligned on 2 MiB and
-/// advised to the kernel as transparent huge pages: a stream through 4 KiB pages misses the TLB
-/// every 4 KiB (the classifier and the KV cache, docs/performance.md). A hint: where THP is
-/// refused, 4 KiB pages serve. Throws std::bad_alloc.
+/// unspecified; release with std::free. From 4 MiB on, rounded up to and aligned on 2 MiB, and
+/// all but the first 2 MiB advised to the kernel as transparent huge pages: a stream through
+/// 4 KiB pages misses the TLB every 4 KiB (the classifier and the KV cache, docs/performance.md).
+/// A hint: where THP is refused, 4 KiB pages serve. Pages are committed as they are first
+/// written, so a block may reserve address space it never uses. Throws std::bad_alloc.
 void* allocate_streamed(size_t bytes);
 
 /// A standard allocator over allocate_streamed, for std::vector.

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "optimized/cpu/cpu_backend.hpp"
@@ -44,9 +45,10 @@ TEST(K15_Storage, ScratchAndPackedPanelsAre64ByteAligned) {
   for (int i = 0; i < p.panels(); ++i) EXPECT_TRUE(aligned64(p.panel(i))) << "panel " << i;
 }
 
-// The cache keeps every layer's K and V in one block that moves when it grows (reference/
-// kv_cache.hpp): each entry keeps its bytes across every move, a new entry reads as zero even
-// where a truncated one was, and a block of 4 MiB or more sits on 2 MiB (huge pages).
+// The cache keeps every layer's K and V in one block (reference/kv_cache.hpp): up to the
+// model's max_ctx (tiny: 16384) its slots spread out in place as it grows, past it they move to
+// a new block. Each entry keeps its bytes across both, a new entry reads as zero even where a
+// truncated one was, and a block of 4 MiB or more sits on 2 MiB (huge pages).
 TEST(K15_Storage, CacheRowsKeepTheirBytesWhenTheBlockMoves) {
   const auto m = test::tiny();
   for (KvType t : {KvType::kF32, KvType::kF16}) {
@@ -78,5 +80,35 @@ TEST(K15_Storage, CacheRowsKeepTheirBytesWhenTheBlockMoves) {
         for (size_t p = 0; p < c.size(); ++p)
           for (size_t i = 0; i < rb; ++i)
             ASSERT_EQ(rows(l, kv)[p * rb + i], p < 3 ? byte(l, kv, p, i) : 0) << kv_type_name(t) << " after truncate, entry " << p;
+  }
+}
+
+// A model's panels come from one PanelArena (optimized/cpu/cpu_backend.cpp): each matrix
+// 64-byte aligned, none overlapping the next, its bytes those of the same matrix packed on its
+// own, and alive after the arena itself is gone.
+TEST(K15_Storage, PanelsFromAnArenaAreTheSamePanels) {
+  std::vector<cpu::PackedMatrix> from_arena, alone;
+  {
+    cpu::PanelArena arena;
+    for (int i = 0; i < 6; ++i) {
+      const int d = i == 3 ? 8000 : 40 + 16 * i, n = 70 + i;  // odd sizes, one of 2.3 MB
+      std::vector<float> w(static_cast<size_t>(d) * n);
+      for (size_t j = 0; j < w.size(); ++j) w[j] = static_cast<float>((j * 37 + i) % 101) - 50.0f;
+      from_arena.push_back(cpu::pack_rows({&w}, n, &arena));
+      alone.push_back(cpu::pack_rows({&w}, n));
+    }
+  }
+  for (size_t i = 0; i < from_arena.size(); ++i) {
+    const cpu::PackedMatrix& a = from_arena[i];
+    const size_t bytes = static_cast<size_t>(a.panels()) * a.panel_bytes();
+    EXPECT_TRUE(aligned64(a.data.get())) << "matrix " << i;
+    EXPECT_EQ(std::memcmp(a.data.get(), alone[i].data.get(), bytes), 0) << "matrix " << i;
+    for (size_t j = 0; j < from_arena.size(); ++j) {
+      if (j == i) continue;
+      const auto* b = reinterpret_cast<const unsigned char*>(from_arena[j].data.get());
+      const auto* p = reinterpret_cast<const unsigned char*>(a.data.get());
+      EXPECT_TRUE(b >= p + bytes || b + static_cast<size_t>(from_arena[j].panels()) * from_arena[j].panel_bytes() <= p)
+          << "matrices " << i << " and " << j << " overlap";
+    }
   }
 }

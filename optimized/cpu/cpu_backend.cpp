@@ -24,21 +24,22 @@ std::shared_ptr<const PackedModel> packed_model(const std::shared_ptr<const Mode
   const StoredWeights* st = m->stored.get();
   // Quantized panels from the file's blocks when every part has a format they take (K15); else
   // float32 panels, from m->weights or, for a stored-only model, from matrices dequantized for
-  // the packing and dropped after it.
+  // the packing and dropped after it. All from one arena, in the order a token reads them.
+  PanelArena arena;
   auto pack = [&](std::vector<const StoredMatrix*> s, std::vector<const std::vector<float>*> f, int n) {
     if (st != nullptr) {
       bool quant = true;
       for (const StoredMatrix* x : s) quant = quant && packs_quantized(x->type) && x->type == s[0]->type;
-      if (quant) return pack_stored(s, n);
+      if (quant) return pack_stored(s, n, &arena);
       if (!has_dense_weights(*m)) {
         std::vector<std::vector<float>> dense;
         for (const StoredMatrix* x : s) dense.push_back(st->dense(*x));
         std::vector<const std::vector<float>*> ptrs;
         for (const auto& v : dense) ptrs.push_back(&v);
-        return pack_rows(ptrs, n);
+        return pack_rows(ptrs, n, &arena);
       }
     }
-    return pack_rows(f, n);
+    return pack_rows(f, n, &arena);
   };
   for (size_t l = 0; l < m->weights.layers.size(); ++l) {
     const auto& L = m->weights.layers[l];

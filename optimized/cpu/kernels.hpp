@@ -58,9 +58,23 @@ inline constexpr int kQuantBlock = 32;
 static_assert(kMatmulBlock % kQuantBlock == 0, "a matmul k-block holds whole quantized blocks");
 
 /// Storage for panels: `bytes` rounded up to a multiple of 64, starting on a 64-byte boundary
-/// (K15 "Where it is dequantized"), contents unspecified; from 4 MiB on, rounded up to and aligned
-/// on 2 MiB and advised to the kernel as huge pages (speed only). Throws std::bad_alloc.
+/// (K15 "Where it is dequantized"), contents unspecified; from 4 MiB on, on huge pages
+/// (allocate_streamed, speed only). Throws std::bad_alloc.
 std::unique_ptr<float[], FreeDeleter> aligned_panel_storage(size_t bytes);
+
+/// The panels of one model, taken one after another from shared blocks of 32 MiB (or one block
+/// for a larger matrix), so a decode step streams its weights through 2 MiB pages whatever each
+/// matrix's size (speed only). A panel block lives as long as any matrix taken from it.
+class PanelArena {
+ public:
+  /// `bytes` rounded up to a multiple of 64, starting on a 64-byte boundary, contents
+  /// unspecified. Throws std::bad_alloc.
+  std::shared_ptr<float[]> take(size_t bytes);
+
+ private:
+  std::shared_ptr<unsigned char> block_;
+  size_t used_ = 0, size_ = 0;
+};
 
 /// W (d, n) row-major repacked as ceil(d/16) panels of 16 outputs (K1): kF32 panel p holds
 /// data[(p*n + k)*16 + c] = W[16p + c][k]; a quantized panel holds n/32 blocks of
@@ -69,7 +83,7 @@ struct PackedMatrix {
   int n = 0;  // input width (the reduction length)
   int d = 0;  // outputs
   PanelFormat format = PanelFormat::kF32;
-  std::unique_ptr<float[], FreeDeleter> data;  // 64-byte aligned; raw bytes when quantized
+  std::shared_ptr<float[]> data;  // 64-byte aligned; raw bytes when quantized
   int panels() const { return (d + kLanes - 1) / kLanes; }
   /// Bytes of one panel.
   size_t panel_bytes() const {
@@ -81,8 +95,9 @@ struct PackedMatrix {
 };
 
 /// Packs W (d, n) row-major, or the row-wise concatenation of several such matrices
-/// (all with the same n): outputs of parts[0], then parts[1], ...
-PackedMatrix pack_rows(const std::vector<const std::vector<float>*>& parts, int n);
+/// (all with the same n): outputs of parts[0], then parts[1], ... Storage from `arena` if
+/// given, else aligned_panel_storage.
+PackedMatrix pack_rows(const std::vector<const std::vector<float>*>& parts, int n, PanelArena* arena = nullptr);
 
 /// The rows of a stored matrix (reference/stored_weights.hpp) that a quantized panel can take.
 bool packs_quantized(uint32_t ggml_type);
@@ -90,8 +105,8 @@ bool packs_quantized(uint32_t ggml_type);
 /// Packs stored matrices (all with `n` columns, each of one type packs_quantized accepts, the
 /// same for all parts) into quantized panels (K15), outputs of parts[0] first. Rows are read
 /// from the file's blocks through StoredMatrix::source_row. Throws std::invalid_argument for a
-/// mix of types or an unsupported one.
-PackedMatrix pack_stored(const std::vector<const StoredMatrix*>& parts, int n);
+/// mix of types or an unsupported one. Storage as pack_rows.
+PackedMatrix pack_stored(const std::vector<const StoredMatrix*>& parts, int n, PanelArena* arena = nullptr);
 
 /// One attention work item (K4): the `group` query heads sharing one KV head, for `rows`
 /// consecutive tokens of one session at absolute positions pos, pos + 1, ..., pos + rows - 1;

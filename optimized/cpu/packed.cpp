@@ -1,3 +1,5 @@
+#include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <new>
 #include <stdexcept>
@@ -14,13 +16,33 @@ std::unique_ptr<float[], FreeDeleter> aligned_panel_storage(size_t bytes) {
   return std::unique_ptr<float[], FreeDeleter>(static_cast<float*>(allocate_streamed(bytes)));
 }
 
-PackedMatrix pack_rows(const std::vector<const std::vector<float>*>& parts, int n) {
+std::shared_ptr<float[]> PanelArena::take(size_t bytes) {
+  constexpr size_t kBlock = size_t{32} << 20;
+  bytes = (bytes + 63) / 64 * 64;
+  if (bytes > size_ - used_) {
+    size_ = std::max(bytes, kBlock);
+    block_.reset(static_cast<unsigned char*>(allocate_streamed(size_)), [](unsigned char* p) { std::free(p); });
+    used_ = 0;
+  }
+  std::shared_ptr<float[]> p(block_, reinterpret_cast<float*>(block_.get() + used_));  // shares the block
+  used_ += bytes;
+  return p;
+}
+
+namespace {
+std::shared_ptr<float[]> panel_storage(size_t bytes, PanelArena* arena) {
+  if (arena != nullptr) return arena->take(bytes);
+  return aligned_panel_storage(bytes);
+}
+}  // namespace
+
+PackedMatrix pack_rows(const std::vector<const std::vector<float>*>& parts, int n, PanelArena* arena) {
   PackedMatrix m;
   m.n = n;
   for (const auto* p : parts) m.d += static_cast<int>(p->size() / static_cast<size_t>(n));
   const size_t floats = static_cast<size_t>(m.panels()) * n * kLanes;
   const size_t bytes = floats * sizeof(float);
-  m.data = aligned_panel_storage(bytes);
+  m.data = panel_storage(bytes, arena);
   std::memset(m.data.get(), 0, bytes);  // the zero padding of the last panel (K1)
   int row = 0;
   for (const auto* p : parts) {
@@ -89,7 +111,7 @@ bool packs_quantized(uint32_t ggml_type) {
   return ggml_type == kGgmlQ4_0 || ggml_type == kGgmlQ4_1 || ggml_type == kGgmlQ8_0;
 }
 
-PackedMatrix pack_stored(const std::vector<const StoredMatrix*>& parts, int n) {
+PackedMatrix pack_stored(const std::vector<const StoredMatrix*>& parts, int n, PanelArena* arena) {
   if (parts.empty()) throw std::invalid_argument("pack_stored: no matrix");
   PackedMatrix m;
   m.n = n;
@@ -101,7 +123,7 @@ PackedMatrix pack_stored(const std::vector<const StoredMatrix*>& parts, int n) {
   }
   const int fb = panel_block_bytes(m.format);
   const size_t bytes = static_cast<size_t>(m.panels()) * m.panel_bytes();
-  m.data = aligned_panel_storage(bytes);
+  m.data = panel_storage(bytes, arena);
   std::memset(m.data.get(), 0, bytes);  // the zero weights of the last panel's padding (K1)
   uint8_t* base = reinterpret_cast<uint8_t*>(m.data.get());
   const size_t sb = file_block_bytes(m.format);
